@@ -28,12 +28,13 @@ as_root() {
 # succeeds. Gives up after SECONDS of wall time *and* at most SECONDS*5+1 tries,
 # so a CMD that itself hangs cannot make this loop forever: CMD should bound
 # its own duration (e.g. `timeout 5 …`). Returns 0 on success, 1 on timeout.
+_now_us() { local t=${EPOCHREALTIME:-}; [[ -n $t ]] && echo "${t/[.,]/}" || echo "$(date +%s)000000"; }
 wait_until() {
     local secs=$1 desc=$2; shift 2
-    local deadline=$(( $(date +%s) + secs )) tries=$(( secs * 5 + 1 )) i
+    local deadline=$(( $(_now_us) + secs * 1000000 )) tries=$(( secs * 5 + 1 )) i
     for (( i = 0; i < tries; i++ )); do
         if "$@" >/dev/null 2>&1; then return 0; fi
-        (( $(date +%s) >= deadline )) && break
+        (( $(_now_us) >= deadline )) && break
         sleep 0.2
     done
     warn "timed out after ${secs}s waiting for: $desc"
@@ -55,8 +56,11 @@ ensure_apt_packages() {
     (( ${#missing[@]} )) || return 0
     command -v apt-get >/dev/null || die "missing packages (${missing[*]}) and no apt-get"
     local t0=$SECONDS
-    local -a env=(env DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a)
-    local -a opts=(-q -y -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+    # Bounded: apt's own network timeouts, plus a hard cap; waits ≤120 s for a dpkg
+    # lock held by a parallel job instead of failing at once.
+    local -a env=(timeout "${BATON_APT_TIMEOUT:-900}" env DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a)
+    local -a opts=(-q -y -o DPkg::Lock::Timeout=120
+                   -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
     if [[ -z ${_BATON_APT_UPDATED:-} ]]; then
         if ! as_root "${env[@]}" apt-get "${opts[@]}" update </dev/null >>"$logf" 2>&1; then
             tail -n 20 "$logf" >&2; die "apt-get update failed (log: $logf)"

@@ -1,0 +1,123 @@
+//! `memory://`: the reference store, in this process only. Every `Client` connected to
+//! `memory://NAME` in one process shares the store called NAME (empty name included), so
+//! tests can contend from several clients as they would on a server.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::stateful::{Op, StateStore};
+use super::{Key, Subscription};
+use crate::error::{Error, Result};
+use crate::state::KeyState;
+use crate::url::StoreUrl;
+
+#[derive(Debug, Default)]
+struct Shared {
+    keys: Mutex<HashMap<Key, Entry>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    state: KeyState,
+    /// Bumped on every change; subscribers watch it.
+    version: watch::Sender<u64>,
+}
+
+impl Entry {
+    fn new() -> Entry {
+        Entry { state: KeyState::default(), version: watch::Sender::new(0) }
+    }
+}
+
+/// The in-process store.
+#[derive(Debug, Clone)]
+pub(crate) struct Memory {
+    shared: Arc<Shared>,
+    epoch: Instant,
+}
+
+/// Stores by name, kept while some client uses them.
+fn registry() -> &'static Mutex<HashMap<String, Weak<Shared>>> {
+    static REG: OnceLock<Mutex<HashMap<String, Weak<Shared>>>> = OnceLock::new();
+    REG.get_or_init(Default::default)
+}
+
+/// The clock of every memory store: one epoch for the whole process.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+impl Memory {
+    pub(crate) fn open(url: &StoreUrl) -> Result<Memory> {
+        if !url.path().is_empty() && url.path() != "/" {
+            return Err(Error::invalid_url(format!(
+                "memory URLs take a store name, not a path: use memory:// or memory://NAME, not {url}"
+            )));
+        }
+        url.check_options(super::COMMON_OPTIONS)?;
+        let name = url.hosts().to_owned();
+        let mut reg = registry().lock().unwrap_or_else(|p| p.into_inner());
+        reg.retain(|_, w| w.strong_count() > 0);
+        let shared = match reg.get(&name).and_then(Weak::upgrade) {
+            Some(s) => s,
+            None => {
+                let s = Arc::new(Shared::default());
+                reg.insert(name, Arc::downgrade(&s));
+                s
+            }
+        };
+        Ok(Memory { shared, epoch: epoch() })
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn with_entry<R>(&self, key: &Key, f: impl FnOnce(&mut Entry) -> R) -> R {
+        let mut keys = self.shared.keys.lock().unwrap_or_else(|p| p.into_inner());
+        f(keys.entry(key.clone()).or_insert_with(Entry::new))
+    }
+}
+
+#[async_trait]
+impl StateStore for Memory {
+    async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
+        let now = self.now_ms();
+        Ok(self.with_entry(key, |e| {
+            let before = e.state.clone();
+            let r = f(&mut e.state, now);
+            if crate::state::frees(&before, &e.state) {
+                e.version.send_modify(|v| *v += 1);
+            }
+            r
+        }))
+    }
+
+    async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
+        let now = self.now_ms();
+        Ok(self.with_entry(key, |e| (e.state.clone(), now)))
+    }
+
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        Ok(Box::new(MemorySub { rx: self.with_entry(key, |e| e.version.subscribe()) }))
+    }
+}
+
+struct MemorySub {
+    rx: watch::Receiver<u64>,
+}
+
+#[async_trait]
+impl Subscription for MemorySub {
+    async fn changed(&mut self, until: Instant) -> Result<()> {
+        // Sender lives in the map entry, which is never removed: `changed` cannot fail
+        // while the store lives; treat an error as a spurious wake-up.
+        let _ = tokio::time::timeout_at(until, self.rx.changed()).await;
+        Ok(())
+    }
+}

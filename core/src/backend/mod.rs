@@ -1,0 +1,151 @@
+//! Stores. Each backend does one step atomically on its store; waiting, renewal,
+//! reentrancy bookkeeping, timeouts and fencing bookkeeping live in `engine`, once.
+
+mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod stateful;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::inspect::Inspection;
+use crate::state::{Attempt, Released, Request};
+use crate::url::StoreUrl;
+
+/// Which primitive a key belongs to. Lock and FairLock share a family (they contend,
+/// as Redisson's `RLock` and `RFairLock` do on one hash); the others are separate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Family {
+    Lock,
+    RwLock,
+    Semaphore,
+    Latch,
+}
+
+impl Family {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Family::Lock => "lock",
+            Family::RwLock => "rwlock",
+            Family::Semaphore => "semaphore",
+            Family::Latch => "latch",
+        }
+    }
+}
+
+/// A validated name within a family.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Key {
+    pub(crate) family: Family,
+    pub(crate) name: String,
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} `{}`", self.family.as_str(), self.name)
+    }
+}
+
+/// Waits for "something about this key may have changed". Created *before* the attempt
+/// it follows, so a release between the attempt and the wait is never missed.
+#[async_trait]
+pub(crate) trait Subscription: Send {
+    /// Returns when the key may have changed, or at `until`, whichever is first.
+    /// Spurious returns are allowed: the engine always re-checks with an attempt.
+    async fn changed(&mut self, until: Instant) -> Result<()>;
+}
+
+/// What a store must provide.
+///
+/// Contract, which the behaviour suite checks for every store:
+/// - `acquire` is one atomic step: grant (fresh grant: token strictly above every earlier
+///   token of the key; re-entry by the same holder id: same token, count + 1), or report
+///   busy and, when `enqueue`, take/refresh a queue place that expires after `queue_ttl`.
+/// - Leases are measured on the store's clock; an expired hold is gone for everyone.
+/// - `renew` and `release` act only on the given holder id's own hold.
+/// - Methods are cancel-safe in the sense that matters to the engine: a dropped call may
+///   or may not have taken effect, and the engine deals with both (see `engine::attempt`).
+#[async_trait]
+pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
+    /// One attempt to take `req` on `key`.
+    async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt>;
+
+    /// Extends `holder`'s lease; `Ok(false)` when it no longer holds anything.
+    async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool>;
+
+    /// Releases `count` holds of `holder` (`u32::MAX`: all).
+    async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released>;
+
+    /// Gives up `holder`'s queue place, if any.
+    async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()>;
+
+    /// Starts listening for changes of `key`.
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>>;
+
+    /// Holders, waiters and the last token of `key`.
+    async fn inspect(&self, key: &Key) -> Result<Inspection>;
+
+    /// Sets the latch count to `count` if it is zero; true when it was set.
+    async fn latch_try_set(&self, key: &Key, count: u64) -> Result<bool> {
+        let _ = (key, count);
+        Err(Error::unsupported("count-down latches are not supported by this store"))
+    }
+
+    /// Decrements the latch count (not below zero); returns the new count.
+    async fn latch_count_down(&self, key: &Key) -> Result<u64> {
+        let _ = key;
+        Err(Error::unsupported("count-down latches are not supported by this store"))
+    }
+
+    /// The current latch count.
+    async fn latch_count(&self, key: &Key) -> Result<u64> {
+        let _ = key;
+        Err(Error::unsupported("count-down latches are not supported by this store"))
+    }
+
+    /// Closes connections; later calls may fail.
+    async fn close(&self) {}
+}
+
+/// Every scheme baton knows, with the cargo feature that brings it.
+const KNOWN_SCHEMES: &[(&str, &str)] = &[
+    ("redis", "redis"),
+    ("rediss", "redis"),
+    ("redis+cluster", "redis"),
+    ("redis+sentinel", "redis"),
+    ("redlock", "redlock"),
+    ("etcd", "etcd"),
+    ("etcd+http", "etcd-http"),
+    ("zk", "zookeeper"),
+    ("postgres", "postgres"),
+    ("postgresql", "postgres"),
+    ("mysql", "mysql"),
+    ("sqlite", "sqlite"),
+];
+
+/// Options every scheme accepts (read by `Client::connect`).
+pub(crate) const COMMON_OPTIONS: &[&str] = &["lease", "renew", "prefix"];
+
+/// Opens the store `url` names.
+pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
+    match url.scheme() {
+        "memory" => Ok(Arc::new(memory::Memory::open(url)?)),
+        #[cfg(feature = "sqlite")]
+        "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(url).await?)),
+        s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
+            Some((_, feature)) => Err(Error::unsupported(format!(
+                "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"
+            ))),
+            None => Err(Error::invalid_url(format!(
+                "unknown scheme `{s}` in {url}; known: memory, {}",
+                KNOWN_SCHEMES.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+            ))),
+        },
+    }
+}

@@ -1,0 +1,209 @@
+//! Everything above the stores, written once: the acquire loop, leases and the lost
+//! signal, re-entrant holds per handle, background release, cancellation safety.
+
+pub(crate) mod backoff;
+mod grant;
+mod lease;
+mod wait;
+
+pub(crate) use grant::Grant;
+pub(crate) use wait::{Wait, acquire};
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::FencingToken;
+use crate::backend::{Backend, Key};
+use crate::error::{Error, Result};
+use crate::options::Lease;
+use crate::owner::ClientId;
+use crate::rt::{AbortOnDrop, Rt};
+use crate::state::Mode;
+use crate::url::StoreUrl;
+
+/// What every handle of one client shares: the store, the runtime, the identity.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) rt: Rt,
+    pub(crate) id: ClientId,
+    pub(crate) url: StoreUrl,
+    pub(crate) defaults: Lease,
+    pub(crate) prefix: String,
+    closed: CancellationToken,
+    live: Mutex<HashMap<u64, Weak<Held>>>,
+    next_live: AtomicU64,
+}
+
+impl Ctx {
+    pub(crate) fn new(backend: Arc<dyn Backend>, url: StoreUrl, defaults: Lease, prefix: String) -> Ctx {
+        Ctx {
+            backend,
+            rt: Rt::current(),
+            id: ClientId::random(),
+            url,
+            defaults,
+            prefix,
+            closed: CancellationToken::new(),
+            live: Mutex::default(),
+            next_live: AtomicU64::new(1),
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.is_cancelled() { Err(Error::closed()) } else { Ok(()) }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Marks the client closed, releases every live grant (so others need not wait for
+    /// the leases to run out), and closes the store.
+    pub(crate) async fn close(&self) {
+        if self.closed.is_cancelled() {
+            return;
+        }
+        self.closed.cancel();
+        let live: Vec<Arc<Held>> = {
+            let mut map = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            map.drain().filter_map(|(_, w)| w.upgrade()).collect()
+        };
+        for held in live {
+            held.stop();
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                self.backend.release(&held.key, &held.holder, u32::MAX),
+            )
+            .await;
+            held.lost.cancel();
+        }
+        self.backend.close().await;
+    }
+
+    fn track(&self, held: &Arc<Held>) {
+        let mut map = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, w| w.strong_count() > 0);
+        map.insert(held.live_id, Arc::downgrade(held));
+    }
+
+    fn untrack(&self, id: u64) {
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    }
+
+    /// The store key of a user name (validated), with the client's prefix.
+    pub(crate) fn key(&self, family: crate::backend::Family, name: &str) -> Result<Key> {
+        crate::name::validate(name)?;
+        let full = if self.prefix.is_empty() { name.to_owned() } else { format!("{}{name}", self.prefix) };
+        crate::name::validate(&full)?;
+        Ok(Key { family, name: full })
+    }
+}
+
+/// What one handle takes: key, holder id, mode, lease.
+#[derive(Debug)]
+pub(crate) struct Spec {
+    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) key: Key,
+    pub(crate) holder: String,
+    pub(crate) mode: Mode,
+    pub(crate) lease: Lease,
+    pub(crate) queue_ttl: Duration,
+}
+
+/// A handle's slot: the live grant its guards share while re-entered.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) spec: Spec,
+    held: Mutex<Option<Arc<Held>>>,
+}
+
+impl Slot {
+    pub(crate) fn new(spec: Spec) -> Arc<Slot> {
+        Arc::new(Slot { spec, held: Mutex::new(None) })
+    }
+
+    /// Records a grant; returns the `Held` the new guard shares. Synchronous on purpose:
+    /// nothing between the store's answer and this bookkeeping can be cancelled.
+    fn on_granted(self: &Arc<Self>, token: u64, fresh: bool, started: Instant) -> Arc<Held> {
+        let mut slot = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(h) = slot.as_ref() {
+            if !fresh && !h.lost.is_cancelled() {
+                return h.clone();
+            }
+            // A fresh grant while we thought we held: the old lease was lost.
+            h.lost.cancel();
+            h.stop();
+        }
+        let held = Held::start(self, FencingToken::new(token), started);
+        *slot = Some(held.clone());
+        held
+    }
+
+    /// Forgets `held` if it is still the current grant.
+    fn detach(&self, held: &Arc<Held>) {
+        let mut slot = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_some_and(|h| Arc::ptr_eq(h, held)) {
+            *slot = None;
+        }
+        drop(slot);
+        held.stop();
+        self.spec.ctx.untrack(held.live_id);
+    }
+}
+
+/// One live grant of a holder id: token, lease keeper, lost signal.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) key: Key,
+    pub(crate) holder: String,
+    pub(crate) token: FencingToken,
+    pub(crate) lost: CancellationToken,
+    deadline: Arc<watch::Sender<Instant>>,
+    keeper: Mutex<Option<AbortOnDrop<()>>>,
+    live_id: u64,
+}
+
+impl Held {
+    fn start(slot: &Arc<Slot>, token: FencingToken, started: Instant) -> Arc<Held> {
+        let spec = &slot.spec;
+        let deadline = Arc::new(watch::Sender::new(started + spec.lease.length()));
+        let lost = CancellationToken::new();
+        let keeper = lease::start(
+            &spec.ctx.rt,
+            spec.ctx.backend.clone(),
+            spec.key.clone(),
+            spec.holder.clone(),
+            spec.lease,
+            deadline.clone(),
+            lost.clone(),
+        );
+        let held = Arc::new(Held {
+            key: spec.key.clone(),
+            holder: spec.holder.clone(),
+            token,
+            lost,
+            deadline,
+            keeper: Mutex::new(Some(keeper)),
+            live_id: spec.ctx.next_live.fetch_add(1, Ordering::Relaxed),
+        });
+        spec.ctx.track(&held);
+        held
+    }
+
+    /// Stops renewing (the store side is handled by the caller).
+    fn stop(&self) {
+        self.keeper.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Moves the local lease end after a successful extend.
+    fn extended(&self, sent: Instant, lease: Duration) {
+        self.deadline.send_replace(sent + lease);
+    }
+}

@@ -1,0 +1,154 @@
+//! The acquire loop: attempt → wait for the store to say something changed → attempt
+//! again, until granted, timed out, or dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::{Grant, Slot};
+use crate::backend::{Backend, Key};
+use crate::error::{Error, Result};
+use crate::state::{Attempt, Mode, Request};
+
+/// How long to wait.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wait {
+    /// One attempt.
+    No,
+    /// Until granted, or until the deadline if there is one.
+    Until(Option<Instant>),
+}
+
+impl Wait {
+    pub(crate) fn timeout(d: Duration) -> Result<Wait> {
+        let d = crate::duration::validate("timeout", d)?;
+        Ok(Wait::Until(Some(Instant::now() + d)))
+    }
+}
+
+/// Re-checks at least this often even when the store says nothing (a lost notification,
+/// an expiry nobody announces), with jitter so waiters do not stampede.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// Takes the slot's grant, waiting as `wait` says.
+///
+/// # Cancel safety
+/// Dropping the future never leaves a hold behind: each attempt runs as its own task that
+/// gives back a grant nobody is left to receive, and a queue place is given up on drop.
+pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
+    let spec = &slot.spec;
+    spec.ctx.check_open()?;
+    let queued = matches!(wait, Wait::Until(_)) && matches!(spec.mode, Mode::Fair | Mode::Write);
+    let req = Request {
+        holder: spec.holder.clone(),
+        mode: spec.mode.clone(),
+        lease_ms: millis(spec.lease.length()),
+        enqueue: queued,
+        queue_ttl_ms: millis(spec.queue_ttl),
+    };
+    let mut place = queued.then(|| QueuePlace::new(slot));
+    let mut sub = None;
+    loop {
+        let started = Instant::now();
+        let attempt = attempt(slot, &req).await?;
+        let retry = match attempt {
+            Attempt::Granted { token, count, fresh } => {
+                if let Some(p) = place.as_mut() {
+                    p.armed = false;
+                }
+                let held = slot.on_granted(token, fresh, started);
+                let n = if matches!(spec.mode, Mode::Permits { .. }) { count } else { 1 };
+                return Ok(Some(Grant::new(slot.clone(), held, n)));
+            }
+            Attempt::Busy { retry_ms } => retry_ms.map(Duration::from_millis),
+        };
+        let deadline = match wait {
+            Wait::No => return Ok(None),
+            Wait::Until(d) => d,
+        };
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            if let Some(p) = place.as_mut() {
+                p.armed = false;
+                let _ = spec.ctx.backend.leave_queue(&spec.key, &spec.holder).await;
+            }
+            return Err(Error::timeout(format!("timed out waiting for {}", spec.key)));
+        }
+        let Some(s) = sub.as_mut() else {
+            // Subscribe, then attempt again at once: a release between the first attempt
+            // and the subscription would otherwise go unnoticed.
+            sub = Some(spec.ctx.backend.subscribe(&spec.key).await?);
+            continue;
+        };
+        // Queue places must be refreshed well within their ttl.
+        let mut step = retry.unwrap_or(RECHECK).min(RECHECK);
+        if queued {
+            step = step.min(spec.queue_ttl / 3);
+        }
+        let jitter = Duration::from_millis(rand::rng().random_range(0..=step.as_millis().min(50) as u64));
+        let mut until = now + step + jitter;
+        if let Some(d) = deadline {
+            until = until.min(d);
+        }
+        s.changed(until).await?;
+        spec.ctx.check_open()?;
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// One store attempt in its own task, so that a grant that arrives after the caller gave
+/// up is released instead of leaked.
+async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<Attempt> {
+    let spec = &slot.spec;
+    let (tx, rx) = oneshot::channel();
+    let backend: Arc<dyn Backend> = spec.ctx.backend.clone();
+    let (key, req) = (spec.key.clone(), req.clone());
+    spec.ctx.rt.spawn(async move {
+        let out = backend.acquire(&key, &req).await;
+        if let Err(Ok(Attempt::Granted { .. })) = tx.send(out) {
+            // Give back exactly the hold this attempt took (a re-entry adds one).
+            let n = if matches!(req.mode, Mode::Permits { .. }) { u32::MAX } else { 1 };
+            let _ = backend.release(&key, &req.holder, n).await;
+        }
+    });
+    rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?
+}
+
+/// A queue place that is given up if the waiter goes away before being granted.
+struct QueuePlace {
+    backend: Arc<dyn Backend>,
+    key: Key,
+    holder: String,
+    rt: crate::rt::Rt,
+    armed: bool,
+}
+
+impl QueuePlace {
+    fn new(slot: &Slot) -> QueuePlace {
+        let spec = &slot.spec;
+        QueuePlace {
+            backend: spec.ctx.backend.clone(),
+            key: spec.key.clone(),
+            holder: spec.holder.clone(),
+            rt: spec.ctx.rt.clone(),
+            armed: true,
+        }
+    }
+}
+
+impl Drop for QueuePlace {
+    fn drop(&mut self) {
+        if self.armed {
+            let (b, k, h) = (self.backend.clone(), self.key.clone(), self.holder.clone());
+            self.rt.spawn(async move {
+                let _ = b.leave_queue(&k, &h).await;
+            });
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! `LockGuard` and the lost signal.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::FencingToken;
+use crate::engine::Grant;
+use crate::error::Result;
+
+/// A held lock (or read/write hold). Dropping it without [`LockGuard::release`] releases
+/// it in the background.
+#[derive(Debug)]
+#[must_use = "dropping a guard releases the lock at once"]
+pub struct LockGuard {
+    pub(crate) grant: Grant,
+    pub(crate) name: String,
+}
+
+impl LockGuard {
+    pub(crate) fn new(grant: Grant, name: &str) -> LockGuard {
+        LockGuard { grant, name: name.to_owned() }
+    }
+
+    /// The fencing token of this grant (the same for every re-entry of one hold).
+    pub fn token(&self) -> FencingToken {
+        self.grant.token()
+    }
+
+    /// The name held.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The owner id this grant is held under.
+    pub fn owner(&self) -> &str {
+        self.grant.holder()
+    }
+
+    /// Resolves when the lease is lost (renewal refused or failing past the lease, ttl
+    /// expired, or the client closed). Never resolves while the lease is kept.
+    ///
+    /// ```no_run
+    /// # async fn f(client: baton::Client) -> baton::Result<()> {
+    /// let guard = client.lock("jobs/1").acquire().await?;
+    /// tokio::select! {
+    ///     _ = guard.lost() => eprintln!("lease lost: stop writing"),
+    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.grant.lost_token().clone().cancelled_owned()
+    }
+
+    /// Whether the lease is known to be lost.
+    pub fn is_lost(&self) -> bool {
+        self.grant.lost_token().is_cancelled()
+    }
+
+    /// A cloneable handle on the lost signal, for passing to other tasks.
+    pub fn lost_signal(&self) -> LostSignal {
+        LostSignal::new(self.grant.lost_token().clone())
+    }
+
+    /// Sets the lease to `lease` from now (for `ttl` locks; a watchdog lock accepts it too
+    /// and keeps renewing afterwards).
+    ///
+    /// # Errors
+    /// `LockLost` if the lease was already gone, `InvalidArgument` for a zero or too long
+    /// duration, `Connection`/`Backend` from the store.
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        self.grant.extend(lease).await
+    }
+
+    /// Releases this hold (one level of re-entry).
+    ///
+    /// # Errors
+    /// `LockLost` if the lease was lost before the release (the lock may have been granted
+    /// to someone else meanwhile: whatever this guard protected is suspect), `Closed` after
+    /// [`crate::Client::close`], `Connection`/`Backend` from the store.
+    ///
+    /// # Cancel safety
+    /// Not cancel-safe in the sense that a dropped release may or may not have reached the
+    /// store; the lease ends on its own either way.
+    pub async fn release(self) -> Result<()> {
+        self.grant.release().await
+    }
+}
+
+/// The lost signal of a guard, detached from it (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct LostSignal(CancellationToken);
+
+impl LostSignal {
+    pub(crate) fn new(token: CancellationToken) -> LostSignal {
+        LostSignal(token)
+    }
+
+    /// Whether the lease is known to be lost.
+    pub fn is_lost(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// Resolves when the lease is lost.
+    pub fn wait(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.0.clone().cancelled_owned()
+    }
+}

@@ -1,0 +1,142 @@
+//! The I/O-free state machine of one key, shared by every store that can run a
+//! transaction around "read the state, decide, write it back": `memory://` runs it
+//! under a mutex, `sqlite://` inside `BEGIN IMMEDIATE`, and the other SQL stores can
+//! follow on the same code. Stores with their own atomic scripts (Redis Lua, etcd txn)
+//! implement the same decisions natively.
+//!
+//! Time is passed in (`now` in milliseconds on the store's clock), so every rule here is
+//! unit-tested without sleeping.
+
+mod ops;
+
+pub(crate) use ops::{acquire, inspect, leave_queue, read_holder_of, release, renew};
+
+/// Whether going from `before` to `after` may let a waiter in: a hold or queue place went
+/// away, permits came back, or the latch count moved. Renewals, new holds and refreshed
+/// queue places free nothing, so they wake nobody.
+pub(crate) fn frees(before: &KeyState, after: &KeyState) -> bool {
+    let permits = |s: &KeyState| s.holds.iter().map(|h| u64::from(h.count)).sum::<u64>();
+    after.holds.len() < before.holds.len()
+        || after.queue.len() < before.queue.len()
+        || permits(after) < permits(before)
+        || after.count != before.count
+}
+
+use serde::{Deserialize, Serialize};
+
+/// Everything a store keeps for one `(family, name)`. The row is never deleted, so
+/// `fence` survives releases and restarts: tokens never go back.
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct KeyState {
+    /// The last fencing token handed out for this key.
+    #[serde(default)]
+    pub(crate) fence: u64,
+    /// Live grants, one per holder id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) holds: Vec<Hold>,
+    /// Fair-lock waiters and writers waiting on readers, in arrival order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) queue: Vec<Waiter>,
+    /// Count-down latch value.
+    #[serde(default)]
+    pub(crate) count: u64,
+}
+
+/// One grant: a holder id, what it holds, how many times, and until when.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct Hold {
+    pub(crate) holder: String,
+    pub(crate) mode: HoldMode,
+    /// Re-entry count for locks, number of permits for semaphores.
+    pub(crate) count: u32,
+    pub(crate) token: u64,
+    pub(crate) expires_ms: u64,
+}
+
+/// A queued request that has not been granted yet.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct Waiter {
+    pub(crate) holder: String,
+    pub(crate) mode: HoldMode,
+    /// A waiter that stops refreshing its place is skipped after this time.
+    pub(crate) expires_ms: u64,
+}
+
+/// What a hold is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum HoldMode {
+    Exclusive,
+    Read,
+    Write,
+    Permits,
+}
+
+impl HoldMode {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            HoldMode::Exclusive => "exclusive",
+            HoldMode::Read => "read",
+            HoldMode::Write => "write",
+            HoldMode::Permits => "permits",
+        }
+    }
+}
+
+/// What a caller asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A plain lock (Redisson `RLock`): ignores the fair queue.
+    Exclusive,
+    /// A fair lock: granted only to the head of the queue.
+    Fair,
+    /// A shared hold; `writer` is the same handle's writer id, whose hold allows a downgrade.
+    Read { writer: String },
+    /// The exclusive side of a read-write lock.
+    Write,
+    /// `count` permits out of `limit`.
+    Permits { count: u32, limit: u32 },
+}
+
+impl Mode {
+    pub(crate) fn hold_mode(&self) -> HoldMode {
+        match self {
+            Mode::Exclusive | Mode::Fair => HoldMode::Exclusive,
+            Mode::Read { .. } => HoldMode::Read,
+            Mode::Write => HoldMode::Write,
+            Mode::Permits { .. } => HoldMode::Permits,
+        }
+    }
+}
+
+/// One acquire attempt.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub(crate) holder: String,
+    pub(crate) mode: Mode,
+    pub(crate) lease_ms: u64,
+    /// Take a place in the queue when busy (fair locks, writers); false for `try_` calls.
+    pub(crate) enqueue: bool,
+    /// How long a queued place lives without being refreshed by another attempt.
+    pub(crate) queue_ttl_ms: u64,
+}
+
+/// The answer to an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// Granted; `fresh` is false for a re-entry, which keeps the first grant's token.
+    Granted { token: u64, count: u32, fresh: bool },
+    /// Not now; `retry_ms` is when the earliest blocking lease ends, if known.
+    Busy { retry_ms: Option<u64> },
+}
+
+/// The answer to a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// The holder no longer holds anything.
+    Freed,
+    /// Re-entered or partially released holds remain.
+    StillHeld(u32),
+    /// The holder held nothing (lease expired, or never held).
+    NotHeld,
+}

@@ -1,0 +1,212 @@
+//! Store URLs: parsing, query options and a redacted `Display` that never shows passwords.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// A parsed store URL (`scheme://[user[:password]@]hosts[/path][?options]`).
+///
+/// Hosts may be a comma-separated list (`redlock://h1:7001,h2:7002`), which general URL
+/// parsers reject, so baton parses the shape itself. `Display` redacts the password.
+///
+/// ```
+/// let u = baton::StoreUrl::parse("redis://app:s3cret@127.0.0.1:6379/0?prefix=x").unwrap();
+/// assert_eq!(u.scheme(), "redis");
+/// assert_eq!(u.to_string(), "redis://app:***@127.0.0.1:6379/0?prefix=x");
+/// assert_eq!(u.option("prefix"), Some("x"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreUrl {
+    raw: String,
+    scheme: String,
+    user: Option<String>,
+    password: Option<String>,
+    hosts: String,
+    path: String,
+    options: Vec<(String, String)>,
+}
+
+impl StoreUrl {
+    /// Parses `url`; a malformed URL is `InvalidUrl` with the offending part (redacted).
+    pub fn parse(url: &str) -> Result<StoreUrl> {
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+            Error::invalid_url(format!(
+                "`{}` is not a store URL: expected scheme://… such as sqlite:///path/file.db or redis://127.0.0.1:6379",
+                redact_raw(url)
+            ))
+        })?;
+        if scheme.is_empty()
+            || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        {
+            return Err(Error::invalid_url(format!("`{}` has an invalid scheme", redact_raw(url))));
+        }
+        if url.contains('\0') {
+            return Err(Error::invalid_url("store URL contains a NUL byte"));
+        }
+        let (before_query, query) = match rest.split_once('?') {
+            Some((b, q)) => (b, Some(q)),
+            None => (rest, None),
+        };
+        let (authority, path) = match before_query.find('/') {
+            Some(i) => before_query.split_at(i),
+            None => (before_query, ""),
+        };
+        let (userinfo, hosts) = match authority.rfind('@') {
+            Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
+            None => (None, authority),
+        };
+        let (user, password) = match userinfo {
+            None => (None, None),
+            Some(ui) => match ui.split_once(':') {
+                Some((u, p)) => (Some(decode(u)), Some(decode(p))),
+                None => (Some(decode(ui)), None),
+            },
+        };
+        let options = query
+            .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+            .unwrap_or_default();
+        Ok(StoreUrl {
+            raw: url.to_owned(),
+            scheme: scheme.to_ascii_lowercase(),
+            user,
+            password,
+            hosts: hosts.to_owned(),
+            path: decode(path),
+            options,
+        })
+    }
+
+    /// The scheme, lower-cased (`sqlite`, `redis+cluster`, …).
+    pub fn scheme(&self) -> &str {
+        &self.scheme
+    }
+
+    /// The user name, if any.
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    /// The password, if any. Never put it in a message; use `Display`.
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    /// The host part: `host:port`, a comma-separated list, or empty.
+    pub fn hosts(&self) -> &str {
+        &self.hosts
+    }
+
+    /// The hosts split on commas, empty entries dropped.
+    pub fn host_list(&self) -> Vec<&str> {
+        self.hosts.split(',').filter(|h| !h.is_empty()).collect()
+    }
+
+    /// The percent-decoded path, with its leading `/` (empty when absent).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The value of query option `key` (the last one when repeated).
+    pub fn option(&self, key: &str) -> Option<&str> {
+        self.options.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// Every query option, in order.
+    pub fn options(&self) -> &[(String, String)] {
+        &self.options
+    }
+
+    /// Fails with `InvalidUrl` on the first option not in `known` (typos should not
+    /// silently fall back to defaults).
+    pub fn check_options(&self, known: &[&str]) -> Result<()> {
+        match self.options.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+            None => Ok(()),
+            Some((k, _)) => Err(Error::invalid_url(format!(
+                "unknown option `{k}` in {self}; known options for {}:// are: {}",
+                self.scheme,
+                known.join(", ")
+            ))),
+        }
+    }
+
+    /// The URL exactly as given, password included: for drivers only.
+    pub(crate) fn raw(&self) -> &str {
+        &self.raw
+    }
+}
+
+fn decode(s: &str) -> String {
+    url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// Best-effort redaction of a string that failed to parse: hides whatever sits between
+/// the last `:` and the `@` of the authority.
+fn redact_raw(s: &str) -> String {
+    let (head, rest) = match s.split_once("://") {
+        Some((h, r)) => (format!("{h}://"), r),
+        None => (String::new(), s),
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (auth, tail) = rest.split_at(end);
+    match auth.rfind('@') {
+        Some(at) => {
+            let ui = &auth[..at];
+            let user = ui.split_once(':').map(|(u, _)| format!("{u}:***")).unwrap_or(ui.to_owned());
+            format!("{head}{user}@{}{tail}", &auth[at + 1..])
+        }
+        None => format!("{head}{rest}"),
+    }
+}
+
+impl fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&redact_raw(&self.raw))
+    }
+}
+
+impl fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StoreUrl({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_shapes() {
+        let u = StoreUrl::parse("sqlite:///tmp/a%20b.db?busy_timeout=5s").unwrap();
+        assert_eq!((u.scheme(), u.hosts(), u.path()), ("sqlite", "", "/tmp/a b.db"));
+        assert_eq!(u.option("busy_timeout"), Some("5s"));
+        let u = StoreUrl::parse("redlock://h1:7001,h2:7002,h3:7003").unwrap();
+        assert_eq!(u.host_list(), ["h1:7001", "h2:7002", "h3:7003"]);
+        let u = StoreUrl::parse("memory://").unwrap();
+        assert_eq!((u.scheme(), u.hosts(), u.path()), ("memory", "", ""));
+        let u = StoreUrl::parse("postgres://u:p%40ss@db/x").unwrap();
+        assert_eq!((u.user(), u.password(), u.path()), (Some("u"), Some("p@ss"), "/x"));
+    }
+
+    #[test]
+    fn never_shows_passwords() {
+        for raw in ["redis://u:hunter2@h:1/0", "redis://:hunter2@h", "bad:u:hunter2@h", "x://a:hunter2@"] {
+            let shown = match StoreUrl::parse(raw) {
+                Ok(u) => u.to_string(),
+                Err(e) => e.to_string(),
+            };
+            assert!(!shown.contains("hunter2"), "{raw} -> {shown}");
+        }
+        let e = StoreUrl::parse("not a url with :hunter2@").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidUrl);
+    }
+
+    #[test]
+    fn unknown_options_are_errors() {
+        let u = StoreUrl::parse("memory://?ttl=3s&bogus=1").unwrap();
+        let e = u.check_options(&["ttl"]).unwrap_err();
+        assert!(e.message().contains("bogus"), "{e}");
+    }
+}

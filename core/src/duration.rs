@@ -48,9 +48,7 @@ pub fn from_millis_f64(what: &str, ms: f64) -> Result<Duration> {
         if ms.is_finite() && ms >= 0.0 {
             e
         } else {
-            Error::invalid_argument(format!(
-                "{what} must be a finite, positive number of milliseconds, got {ms}"
-            ))
+            Error::invalid_argument(format!("{what} must be a finite, positive number of milliseconds, got {ms}"))
         }
     })
 }
@@ -67,18 +65,15 @@ pub fn parse(s: &str) -> Result<Duration> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| Error::invalid_argument(format!("`{s}` is not a duration (try 30s, 250ms, 2m)")))?;
+    let value: f64 =
+        num.parse().map_err(|_| Error::invalid_argument(format!("`{s}` is not a duration (try 30s, 250ms, 2m)")))?;
     let scale = match unit.trim() {
         "ms" => 0.001,
         "" | "s" => 1.0,
         "m" | "min" => 60.0,
         "h" => 3600.0,
         other => {
-            return Err(Error::invalid_argument(format!(
-                "`{s}` has an unknown unit `{other}` (use ms, s, m or h)"
-            )));
+            return Err(Error::invalid_argument(format!("`{s}` has an unknown unit `{other}` (use ms, s, m or h)")));
         }
     };
     from_secs_f64(&format!("duration `{s}`"), value * scale)

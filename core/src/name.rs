@@ -18,10 +18,7 @@ pub(crate) fn validate(name: &str) -> Result<()> {
         )));
     }
     if let Some(i) = name.find('\0') {
-        return Err(Error::invalid_argument(format!(
-            "name contains a NUL byte at offset {i}: {:?}",
-            prefix(name, 64)
-        )));
+        return Err(Error::invalid_argument(format!("name contains a NUL byte at offset {i}: {:?}", prefix(name, 64))));
     }
     Ok(())
 }

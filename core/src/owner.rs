@@ -27,7 +27,5 @@ impl ClientId {
 
 /// Checks a caller-given owner id (same limits as names).
 pub(crate) fn validate_owner(owner: &str) -> crate::Result<()> {
-    crate::name::validate(owner).map_err(|e| {
-        crate::Error::invalid_argument(format!("owner id: {}", e.message()))
-    })
+    crate::name::validate(owner).map_err(|e| crate::Error::invalid_argument(format!("owner id: {}", e.message())))
 }

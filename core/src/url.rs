@@ -35,9 +35,7 @@ impl StoreUrl {
                 redact_raw(url)
             ))
         })?;
-        if scheme.is_empty()
-            || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        {
+        if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) {
             return Err(Error::invalid_url(format!("`{}` has an invalid scheme", redact_raw(url))));
         }
         if url.contains('\0') {
@@ -62,9 +60,8 @@ impl StoreUrl {
                 None => (Some(decode(ui)), None),
             },
         };
-        let options = query
-            .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-            .unwrap_or_default();
+        let options =
+            query.map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
         Ok(StoreUrl {
             raw: url.to_owned(),
             scheme: scheme.to_ascii_lowercase(),
@@ -127,11 +124,6 @@ impl StoreUrl {
                 known.join(", ")
             ))),
         }
-    }
-
-    /// The URL exactly as given, password included: for drivers only.
-    pub(crate) fn raw(&self) -> &str {
-        &self.raw
     }
 }
 

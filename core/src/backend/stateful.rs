@@ -11,7 +11,6 @@ use crate::error::Result;
 use crate::inspect::Inspection;
 use crate::state::{self, Attempt, KeyState, Released, Request};
 
-
 /// A decision run inside a store's transaction: `f(state, now_ms)`.
 pub(crate) type Op<R> = Box<dyn for<'a> FnOnce(&'a mut KeyState, u64) -> R + Send>;
 

@@ -77,11 +77,9 @@ impl Ctx {
         };
         for held in live {
             held.stop();
-            let _ = tokio::time::timeout(
-                Duration::from_secs(5),
-                self.backend.release(&held.key, &held.holder, u32::MAX),
-            )
-            .await;
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), self.backend.release(&held.key, &held.holder, u32::MAX))
+                    .await;
             held.lost.cancel();
         }
         self.backend.close().await;

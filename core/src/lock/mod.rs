@@ -22,7 +22,14 @@ use crate::state::Mode;
 pub(crate) type SlotResult = std::result::Result<Arc<Slot>, Error>;
 
 /// Builds the slot of a lock-family handle: resolves owner and lease, validates the name.
-pub(crate) fn slot(ctx: &Arc<Ctx>, family: Family, name: &str, opts: &LockOptions, mode: Mode, suffix: &str) -> SlotResult {
+pub(crate) fn slot(
+    ctx: &Arc<Ctx>,
+    family: Family,
+    name: &str,
+    opts: &LockOptions,
+    mode: Mode,
+    suffix: &str,
+) -> SlotResult {
     let key = ctx.key(family, name)?;
     let lease = opts.resolve(ctx.defaults)?;
     let owner = match &opts.owner {

@@ -31,7 +31,12 @@ impl Pool {
         if permits == 0 {
             return Err(Error::invalid_argument(format!("semaphore `{name}` needs at least one permit, got 0")));
         }
-        Ok(Pool { ctx: ctx.clone(), key: ctx.key(Family::Semaphore, name)?, limit: permits, lease: opts.resolve(ctx.defaults)? })
+        Ok(Pool {
+            ctx: ctx.clone(),
+            key: ctx.key(Family::Semaphore, name)?,
+            limit: permits,
+            lease: opts.resolve(ctx.defaults)?,
+        })
     }
 
     /// Takes `count` permits under `holder`, waiting as `wait` says.

@@ -17,10 +17,7 @@ pub(crate) fn acquire(s: &mut KeyState, req: &Request, now: u64) -> Result<Attem
     if let Some(h) = s.holds.iter_mut().find(|h| h.holder == req.holder) {
         // Re-entry: same holder id, same token, lease refreshed.
         if h.mode != req.mode.hold_mode() {
-            return Err(Error::invalid_argument(format!(
-                "holder already holds this key in {} mode",
-                h.mode.as_str()
-            )));
+            return Err(Error::invalid_argument(format!("holder already holds this key in {} mode", h.mode.as_str())));
         }
         h.count = h.count.checked_add(1).ok_or_else(|| Error::invalid_argument("hold count overflow"))?;
         h.expires_ms = h.expires_ms.max(until);
@@ -101,10 +98,7 @@ pub(crate) fn release(s: &mut KeyState, holder: &str, count: u32, now: u64) -> R
     };
     let h = &mut s.holds[i];
     if count != u32::MAX && count > h.count {
-        return Err(Error::invalid_argument(format!(
-            "cannot release {count} permits: this holder holds {}",
-            h.count
-        )));
+        return Err(Error::invalid_argument(format!("cannot release {count} permits: this holder holds {}", h.count)));
     }
     h.count = if count == u32::MAX { 0 } else { h.count - count };
     if h.count == 0 {
@@ -147,14 +141,11 @@ mod tests {
     fn exclusive_reentry_and_expiry() {
         let mut s = KeyState::default();
         let t1 = granted(acquire(&mut s, &req("a", Mode::Exclusive), 0).unwrap());
-        assert_eq!(acquire(&mut s, &req("a", Mode::Exclusive), 10).unwrap(), Attempt::Granted {
-            token: t1,
-            count: 2,
-            fresh: false
-        });
-        assert_eq!(acquire(&mut s, &req("b", Mode::Exclusive), 20).unwrap(), Attempt::Busy {
-            retry_ms: Some(990)
-        });
+        assert_eq!(
+            acquire(&mut s, &req("a", Mode::Exclusive), 10).unwrap(),
+            Attempt::Granted { token: t1, count: 2, fresh: false }
+        );
+        assert_eq!(acquire(&mut s, &req("b", Mode::Exclusive), 20).unwrap(), Attempt::Busy { retry_ms: Some(990) });
         assert_eq!(release(&mut s, "b", 1, 30).unwrap(), Released::NotHeld);
         assert_eq!(release(&mut s, "a", 1, 30).unwrap(), Released::StillHeld(1));
         // a's lease ends at 1010: b gets a larger token, a's release finds nothing.

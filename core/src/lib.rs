@@ -62,3 +62,8 @@ pub use options::{DEFAULT_LEASE, DEFAULT_QUEUE_TTL, DEFAULT_RENEW, Lease, LockOp
 pub use semaphore::{Permit, PermitSemaphore, Semaphore};
 pub use token::FencingToken;
 pub use url::StoreUrl;
+
+/// README.md's Rust samples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -130,3 +130,37 @@ impl Drop for Grant {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{Client, LockOptions};
+
+    /// A guard may be dropped on a thread with no runtime after its client's runtime is
+    /// gone (a GC finalizer in a binding): no panic, and the lease still ends on its own.
+    #[test]
+    fn drop_after_runtime_shutdown_does_not_panic() {
+        let url = format!("memory://drop-after-shutdown-{}", uuid::Uuid::new_v4());
+        let rt2 = tokio::runtime::Runtime::new().unwrap();
+        // Keeps the named memory store alive while the first client goes away.
+        let observer = rt2.block_on(Client::connect(&url)).unwrap();
+        let rt1 = tokio::runtime::Runtime::new().unwrap();
+        let (client, guard) = rt1.block_on(async {
+            let c = Client::connect(&url).await.unwrap();
+            let opts = LockOptions::new().lease(Duration::from_millis(600));
+            let g = c.lock_with("x", opts).acquire().await.unwrap();
+            (c, g)
+        });
+        drop(rt1);
+        drop(guard);
+        drop(client);
+        rt2.block_on(async {
+            assert!(observer.inspect("x").await.unwrap().is_held(), "the lease outlives the runtime");
+            let c = Client::connect(&url).await.unwrap();
+            // Bound: the 600 ms lease plus generous slack for a loaded 2-core machine.
+            let g = c.lock("x").acquire_timeout(Duration::from_secs(5)).await.unwrap();
+            g.release().await.unwrap();
+        });
+    }
+}

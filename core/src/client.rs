@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::backend;
+use crate::backend::{self, Backend};
 use crate::engine::Ctx;
 use crate::error::Result;
 use crate::inspect::Inspection;
@@ -51,7 +51,11 @@ impl Client {
             crate::name::validate(&prefix)?;
         }
         let backend = backend::open(&url).await?;
-        Ok(Client { ctx: Arc::new(Ctx::new(backend, url, defaults, prefix)) })
+        Ok(Client::from_backend(backend, url, defaults, prefix))
+    }
+
+    pub(crate) fn from_backend(backend: Arc<dyn Backend>, url: StoreUrl, defaults: Lease, prefix: String) -> Client {
+        Client { ctx: Arc::new(Ctx::new(backend, url, defaults, prefix)) }
     }
 
     /// A lock handle with default options (watchdog lease, its own owner id).

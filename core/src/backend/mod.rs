@@ -1,7 +1,7 @@
 //! Stores. Each backend does one step atomically on its store; waiting, renewal,
 //! reentrancy bookkeeping, timeouts and fencing bookkeeping live in `engine`, once.
 
-mod memory;
+pub(crate) mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod stateful;
@@ -78,6 +78,16 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
 
     /// Extends `holder`'s lease; `Ok(false)` when it no longer holds anything.
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool>;
+
+    /// Renews many leases at once (the watchdog's batches); one answer per item, in order.
+    /// Stores that can pipeline override this; the default renews one by one.
+    async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
+        let mut out = Vec::with_capacity(items.len());
+        for (key, holder) in items {
+            out.push(self.renew(key, holder, lease).await?);
+        }
+        Ok(out)
+    }
 
     /// Releases `count` holds of `holder` (`u32::MAX`: all).
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released>;

@@ -4,6 +4,7 @@
 pub(crate) mod backoff;
 mod grant;
 mod lease;
+mod renewer;
 mod wait;
 
 pub(crate) use grant::Grant;
@@ -37,15 +38,18 @@ pub(crate) struct Ctx {
     pub(crate) defaults: Lease,
     pub(crate) prefix: String,
     closed: CancellationToken,
+    renewer: Arc<renewer::Renewer>,
     live: Mutex<HashMap<u64, Weak<Held>>>,
     next_live: AtomicU64,
 }
 
 impl Ctx {
     pub(crate) fn new(backend: Arc<dyn Backend>, url: StoreUrl, defaults: Lease, prefix: String) -> Ctx {
+        let rt = Rt::current();
         Ctx {
+            renewer: Arc::new(renewer::Renewer::start(&rt, backend.clone())),
             backend,
-            rt: Rt::current(),
+            rt,
             id: ClientId::random(),
             url,
             defaults,
@@ -156,48 +160,55 @@ impl Slot {
     }
 }
 
-/// One live grant of a holder id: token, lease keeper, lost signal.
+/// One live grant of a holder id: token, lease deadline, lost signal.
 #[derive(Debug)]
 pub(crate) struct Held {
     pub(crate) key: Key,
     pub(crate) holder: String,
     pub(crate) token: FencingToken,
     pub(crate) lost: CancellationToken,
-    deadline: Arc<watch::Sender<Instant>>,
-    keeper: Mutex<Option<AbortOnDrop<()>>>,
+    deadline: watch::Sender<Instant>,
+    /// The ttl timer (explicit-ttl grants only).
+    timer: Mutex<Option<AbortOnDrop<()>>>,
+    renewer: Arc<renewer::Renewer>,
     live_id: u64,
 }
 
 impl Held {
     fn start(slot: &Arc<Slot>, token: FencingToken, started: Instant) -> Arc<Held> {
         let spec = &slot.spec;
-        let deadline = Arc::new(watch::Sender::new(started + spec.lease.length()));
+        let deadline = watch::Sender::new(started + spec.lease.length());
         let lost = CancellationToken::new();
-        let keeper = lease::start(
-            &spec.ctx.rt,
-            spec.ctx.backend.clone(),
-            spec.key.clone(),
-            spec.holder.clone(),
-            spec.lease,
-            deadline.clone(),
-            lost.clone(),
-        );
+        let timer = match spec.lease {
+            Lease::Ttl(_) => Some(lease::start_ttl(&spec.ctx.rt, &deadline, lost.clone())),
+            Lease::Watchdog { .. } => None,
+        };
         let held = Arc::new(Held {
             key: spec.key.clone(),
             holder: spec.holder.clone(),
             token,
             lost,
             deadline,
-            keeper: Mutex::new(Some(keeper)),
+            timer: Mutex::new(timer),
+            renewer: spec.ctx.renewer.clone(),
             live_id: spec.ctx.next_live.fetch_add(1, Ordering::Relaxed),
         });
+        if let Lease::Watchdog { lease, renew } = spec.lease {
+            held.renewer.add(&held, lease, renew, started);
+        }
         spec.ctx.track(&held);
         held
     }
 
     /// Stops renewing (the store side is handled by the caller).
     fn stop(&self) {
-        self.keeper.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.timer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.renewer.remove(self.live_id);
+    }
+
+    /// The local, conservative end of the lease.
+    fn deadline(&self) -> Instant {
+        *self.deadline.borrow()
     }
 
     /// Moves the local lease end after a successful extend.

@@ -1,0 +1,306 @@
+//! `baton demo`: the flash sale from the seeds. Buyers in separate processes check the
+//! stock, think for a moment, and write back stock − 1: a read-modify-write that
+//! oversells without a lock and sells exactly the stock with one.
+
+use std::io::BufRead;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use baton::Client;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
+
+use crate::exit::{self, Failure};
+use crate::output::{self, Table};
+use crate::url::StoreChoice;
+
+/// The lock every locked buyer takes.
+const LOCK_NAME: &str = "demo/flash-sale";
+/// Between reading the stock and writing it back: long enough that every buyer of the
+/// unlocked round reads before anyone writes, even on a busy machine.
+const THINK: Duration = Duration::from_millis(80);
+/// Upper bound on one round, so that a stuck buyer cannot hang the demo.
+const ROUND_LIMIT: Duration = Duration::from_secs(60);
+
+/// The flash-sale oversell demo: buyers race for the last items, without and with a lock
+///
+/// BUYERS separate processes (this binary, re-run as buyers) race for STOCK items. Each
+/// reads the stock from a shared file, waits a moment, and writes back stock − 1 (a
+/// non-atomic read-modify-write). Round 1 uses no lock and oversells; round 2 takes the
+/// baton lock `demo/flash-sale` around the same steps and sells exactly STOCK items, each
+/// sale carrying a larger fencing token than the one before.
+///
+/// The store must be visible to every buyer process: the default embedded SQLite file or
+/// any server URL. memory:// lives inside one process, so it is refused.
+#[derive(clap::Args, Debug)]
+#[command(after_help = exit::HELP)]
+pub(crate) struct Args {
+    /// Number of buyer processes.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=200))]
+    buyers: u32,
+    /// Items in stock.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    stock: u32,
+    /// Print the rounds as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One buyer (internal: started by `baton demo`).
+#[derive(clap::Args, Debug)]
+pub(crate) struct BuyerArgs {
+    #[arg(long)]
+    id: u32,
+    #[arg(long)]
+    stock_file: PathBuf,
+    /// Take the lock around the read-modify-write.
+    #[arg(long)]
+    lock: bool,
+}
+
+/// What a buyer reports (one JSON line on stdout).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Sale {
+    buyer: u32,
+    /// `sold` or `sold out`.
+    result: String,
+    /// The stock the buyer read (the item number it sold, when it sold).
+    seen: i64,
+    token: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Round {
+    round: u32,
+    lock: bool,
+    buyers: u32,
+    stock: u32,
+    sold: u32,
+    oversold: u32,
+    /// Sales of an item number someone else had sold already.
+    duplicate_sales: u32,
+    final_stock: i64,
+    elapsed_ms: f64,
+    sales: Vec<Sale>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    url: String,
+    lock_name: &'static str,
+    rounds: Vec<Round>,
+}
+
+pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result<u8, Failure> {
+    if store.scheme().as_deref() == Some("memory") {
+        return Err(Failure::usage(
+            "baton demo runs its buyers as separate processes, and memory:// lives inside one \
+             process; use the default (an embedded SQLite file), sqlite:///path/demo.db, or a server URL",
+        ));
+    }
+    store.announce(true, verbose);
+    // Connecting once here creates the store before many buyers race to create it, and
+    // reports a bad URL once instead of once per buyer.
+    let client = Client::connect(&store.url).await?;
+    let url = client.url();
+    client.close().await;
+
+    let dir = std::env::temp_dir().join(format!("baton-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| io_failure(&dir, &e))?;
+    let stock_file = dir.join("stock");
+    let mut rounds = Vec::new();
+    let mut result = Ok(());
+    for (n, lock) in [(1, false), (2, true)] {
+        if !args.json {
+            let how = if lock { format!("with the baton lock `{LOCK_NAME}`") } else { "no lock".to_owned() };
+            println!("round {n}: {} buyers race for {} items, {how}", args.buyers, args.stock);
+        }
+        match round(n, lock, &args, &store.url, &stock_file).await {
+            Ok(r) => {
+                if !args.json {
+                    print!("{}", render(&r));
+                }
+                rounds.push(r);
+            }
+            Err(f) => {
+                result = Err(f);
+                break;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    result?;
+    if args.json {
+        output::print_json(&Report { url, lock_name: LOCK_NAME, rounds })?;
+    } else if rounds[1].oversold > 0 {
+        return Err(Failure::new(exit::SOFTWARE, "the locked round oversold: the lock did not exclude"));
+    }
+    Ok(0)
+}
+
+async fn round(n: u32, lock: bool, args: &Args, url: &str, stock_file: &Path) -> Result<Round, Failure> {
+    write_stock(stock_file, i64::from(args.stock))?;
+    let exe = std::env::current_exe().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot find baton's own path: {e}")))?;
+    let mut buyers = Vec::new();
+    for id in 1..=args.buyers {
+        let mut cmd = Command::new(&exe);
+        cmd.arg("demo-buyer").arg("--url").arg(url).arg("--id").arg(id.to_string()).arg("--stock-file").arg(stock_file);
+        if lock {
+            cmd.arg("--lock");
+        }
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start a buyer: {e}")))?;
+        let out = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+        buyers.push((child, out));
+    }
+    let started = std::time::Instant::now();
+    let sales = tokio::time::timeout(ROUND_LIMIT, race(&mut buyers)).await.map_err(|_| {
+        Failure::new(exit::SOFTWARE, format!("round {n} took longer than {}s; buyers stopped", ROUND_LIMIT.as_secs()))
+    })??;
+    let elapsed = started.elapsed();
+    let mut sales = sales;
+    sales.sort_by_key(|s| (s.token, s.buyer));
+    let sold = sales.iter().filter(|s| s.result == "sold").count() as u32;
+    let mut items: Vec<i64> = sales.iter().filter(|s| s.result == "sold").map(|s| s.seen).collect();
+    items.sort_unstable();
+    items.dedup();
+    Ok(Round {
+        round: n,
+        lock,
+        buyers: args.buyers,
+        stock: args.stock,
+        sold,
+        oversold: sold.saturating_sub(args.stock),
+        duplicate_sales: sold - items.len() as u32,
+        final_stock: read_stock(stock_file)?,
+        elapsed_ms: output::millis(elapsed),
+        sales,
+    })
+}
+
+type Buyer = (Child, tokio::io::Lines<BufReader<ChildStdout>>);
+
+/// Start barrier, then collect every buyer's sale.
+async fn race(buyers: &mut [Buyer]) -> Result<Vec<Sale>, Failure> {
+    // Every buyer says "ready" once started (and connected); only then do all get the same
+    // start instant, so process start-up time cannot spread them out.
+    for (child, out) in buyers.iter_mut() {
+        match out.next_line().await {
+            Ok(Some(l)) if l == "ready" => {}
+            _ => return Err(buyer_failed(child).await),
+        }
+    }
+    let start = unix_nanos() + 30_000_000;
+    for (child, _) in buyers.iter_mut() {
+        let stdin = child.stdin.as_mut().expect("stdin is piped");
+        if stdin.write_all(format!("{start}\n").as_bytes()).await.is_err() {
+            return Err(buyer_failed(child).await);
+        }
+    }
+    let mut sales = Vec::with_capacity(buyers.len());
+    for (child, out) in buyers.iter_mut() {
+        let line = out.next_line().await.ok().flatten();
+        match line.and_then(|l| serde_json::from_str::<Sale>(&l).ok()) {
+            Some(sale) => sales.push(sale),
+            None => return Err(buyer_failed(child).await),
+        }
+        let _ = child.wait().await;
+    }
+    Ok(sales)
+}
+
+/// A failure message carrying what the buyer printed on stderr.
+async fn buyer_failed(child: &mut Child) -> Failure {
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = tokio::time::timeout(Duration::from_secs(5), tokio::io::AsyncReadExt::read_to_string(&mut e, &mut err))
+            .await;
+    }
+    let status = child.wait().await.map(|s| s.to_string()).unwrap_or_default();
+    Failure::new(exit::SOFTWARE, format!("a buyer failed ({status}): {}", err.trim()))
+}
+
+fn render(r: &Round) -> String {
+    let mut t = Table::new(["buyer", "result", "saw stock", "fencing token"]);
+    for s in &r.sales {
+        t.row(vec![s.buyer.to_string(), s.result.clone(), s.seen.to_string(), s.token.map_or("-".into(), |t| t.to_string())]);
+    }
+    let verdict = if r.oversold > 0 {
+        format!("OVERSOLD by {} ({} duplicate sales of the same item)", r.oversold, r.duplicate_sales)
+    } else {
+        "no oversell".to_owned()
+    };
+    format!(
+        "{}  => round {}: sold {} of {} in stock: {verdict}; the stock file says {} ({})\n\n",
+        t.render("  "),
+        r.round,
+        r.sold,
+        r.stock,
+        r.final_stock,
+        output::human(Duration::from_secs_f64(r.elapsed_ms / 1e3)),
+    )
+}
+
+/// The buyer process.
+pub(crate) async fn buyer(args: BuyerArgs, url: &str) -> Result<u8, Failure> {
+    let client = if args.lock { Some(Client::connect(url).await?) } else { None };
+    let lock = client.as_ref().map(|c| c.lock(LOCK_NAME));
+    println!("ready");
+    // Blocking read: nothing else needs this runtime until the race starts.
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).map_err(|e| Failure::new(exit::IOERR, format!("stdin: {e}")))?;
+    let start: u128 = line.trim().parse().map_err(|_| Failure::usage(format!("bad start instant {line:?}")))?;
+    let now = unix_nanos();
+    if start > now {
+        tokio::time::sleep(Duration::from_nanos((start - now) as u64)).await;
+    }
+
+    let guard = match &lock {
+        Some(l) => Some(l.acquire_timeout(Duration::from_secs(30)).await?),
+        None => None,
+    };
+    // The flawed critical section from the seeds: check, think, decrement.
+    let seen = read_stock(&args.stock_file)?;
+    let result = if seen > 0 {
+        tokio::time::sleep(THINK).await;
+        write_stock(&args.stock_file, seen - 1)?;
+        "sold"
+    } else {
+        "sold out"
+    };
+    let token = guard.as_ref().map(|g| g.token().get());
+    if let Some(g) = guard {
+        g.release().await?;
+    }
+    if let Some(c) = client {
+        c.close().await;
+    }
+    let sale = Sale { buyer: args.id, result: result.to_owned(), seen, token };
+    println!("{}", serde_json::to_string(&sale).unwrap_or_default());
+    Ok(0)
+}
+
+fn unix_nanos() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+fn io_failure(path: &Path, e: &std::io::Error) -> Failure {
+    Failure::new(exit::IOERR, format!("{}: {e}", path.display()))
+}
+
+fn read_stock(path: &Path) -> Result<i64, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| io_failure(path, &e))?;
+    text.trim().parse().map_err(|_| Failure::new(exit::IOERR, format!("{}: not a number: {text:?}", path.display())))
+}
+
+/// Overwrites the number in place with one fixed-width write, so that a concurrent reader
+/// sees the old or the new number, never a truncated file: the race stays a clean
+/// lost-update race instead of a parse error.
+fn write_stock(path: &Path, stock: i64) -> Result<(), Failure> {
+    let file = std::fs::OpenOptions::new().create(true).write(true).truncate(false).open(path);
+    let file = file.map_err(|e| io_failure(path, &e))?;
+    file.write_all_at(format!("{stock:>20}\n").as_bytes(), 0).map_err(|e| io_failure(path, &e))
+}

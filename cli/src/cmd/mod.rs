@@ -1,0 +1,6 @@
+//! The subcommands.
+
+pub(crate) mod bench;
+pub(crate) mod demo;
+pub(crate) mod inspect;
+pub(crate) mod run;

@@ -113,6 +113,13 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     let stock_file = dir.join("stock");
     let mut rounds = Vec::new();
     let mut result = Ok(());
+    if !args.json {
+        println!(
+            "baton demo: a flash sale on {url}\n\
+             each buyer is a process that reads the stock, thinks for {}ms, then writes stock - 1\n",
+            THINK.as_millis()
+        );
+    }
     for (n, lock) in [(1, false), (2, true)] {
         if !args.json {
             let how = if lock { format!("with the baton lock `{LOCK_NAME}`") } else { "no lock".to_owned() };

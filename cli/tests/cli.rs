@@ -1,0 +1,313 @@
+//! The `baton` binary, driven as real processes against real store files.
+//!
+//! Time bounds are generous (several times what a loaded 2-core machine needs) because
+//! they only catch hangs; the properties themselves are checked on recorded data.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn baton() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_baton"));
+    // The caller's environment must not pick the store.
+    c.env_remove("BATON_URL");
+    c
+}
+
+fn sqlite_url(dir: &Path, file: &str) -> String {
+    format!("sqlite://{}", dir.join(file).display())
+}
+
+/// Waits for `child` at most `limit`; kills it and fails the test on a hang.
+fn wait_output(mut child: Child, limit: Duration, what: &str) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!("{what} still running after {limit:?}; stderr: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("wait_with_output")
+}
+
+fn run_to_end(cmd: &mut Command, limit: Duration, what: &str) -> Output {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn baton");
+    wait_output(child, limit, what)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The JSON report `baton run --json` prints as its last stderr line.
+fn run_report(out: &Output) -> Value {
+    let err = stderr(out);
+    let line = err.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON report in: {err}"));
+    serde_json::from_str(line).expect("report is JSON")
+}
+
+#[test]
+fn concurrent_runs_never_overlap_and_tokens_grow() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "t.db");
+    let log = dir.path().join("log");
+    // Each holder logs its start and end (ns timestamps) around a 300 ms critical section.
+    let script = format!(
+        "echo start $(date +%s%N) $BATON_FENCING_TOKEN >> {0}; sleep 0.3; echo end $(date +%s%N) $BATON_FENCING_TOKEN >> {0}",
+        log.display()
+    );
+    for _round in 0..2 {
+        let children: Vec<Child> = (0..4)
+            .map(|_| {
+                baton()
+                    .args(["run", "--url", &url, "--wait", "60s", "shared/job", "--", "sh", "-c", &script])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        // 4 × 0.3 s of holding plus polling hand-offs: 60 s only catches a hang.
+        for c in children {
+            let out = wait_output(c, Duration::from_secs(60), "baton run");
+            assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+        }
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<(String, u128, u64)> = text
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_owned(), f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(events.len(), 16, "{text}");
+    let mut last_end: Option<(u128, u64)> = None;
+    for pair in events.chunks(2) {
+        let (start, end) = (&pair[0], &pair[1]);
+        // Exclusion: every section ends before the next begins, with nothing interleaved.
+        assert_eq!((start.0.as_str(), end.0.as_str()), ("start", "end"), "interleaved sections:\n{text}");
+        assert_eq!(start.2, end.2, "one section, one token:\n{text}");
+        assert!(end.1 >= start.1 + 250_000_000, "section shorter than its sleep:\n{text}");
+        if let Some((prev_end, prev_token)) = last_end {
+            assert!(start.1 >= prev_end, "sections overlap:\n{text}");
+            assert!(start.2 > prev_token, "fencing token did not grow:\n{text}");
+        }
+        last_end = Some((end.1, end.2));
+    }
+}
+
+#[test]
+fn exits_with_the_commands_code_and_exports_the_lock() {
+    let out = run_to_end(
+        baton().args(["run", "--url", "memory://", "jobs/7", "--", "sh", "-c", "echo $BATON_LOCK_NAME $BATON_FENCING_TOKEN; exit 7"]),
+        Duration::from_secs(30),
+        "baton run",
+    );
+    assert_eq!(out.status.code(), Some(7), "stderr: {}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "jobs/7 1");
+
+    // A command killed by a signal: 128 + N, as shells report it.
+    let out = run_to_end(
+        baton().args(["run", "--url", "memory://", "jobs/7", "--", "sh", "-c", "kill -9 $$"]),
+        Duration::from_secs(30),
+        "baton run",
+    );
+    assert_eq!(out.status.code(), Some(137));
+    let out = run_to_end(baton().args(["run", "--url", "memory://", "x", "--", "/nonexistent/cmd"]), Duration::from_secs(30), "run");
+    assert_eq!(out.status.code(), Some(127), "stderr: {}", stderr(&out));
+}
+
+#[test]
+fn lost_lease_stops_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "lease.db");
+    let started = Instant::now();
+    let out = run_to_end(
+        baton().args(["run", "--url", &url, "--ttl", "1s", "--json", "short/lease", "--", "sleep", "30"]),
+        Duration::from_secs(40),
+        "baton run --ttl 1s",
+    );
+    let took = started.elapsed();
+    // The ttl ends after 1 s and `sleep` dies of the SIGTERM at once; 15 s leaves room for
+    // a very slow machine while staying far from the command's own 30 s.
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert_eq!(out.status.code(), Some(76), "stderr: {}", stderr(&out));
+    assert!(stderr(&out).contains("lost"), "{}", stderr(&out));
+    let report = run_report(&out);
+    assert_eq!(report["lost"], true);
+    assert_eq!(report["command_signal"], 15, "the command must have died of SIGTERM: {report}");
+    assert_eq!(report["exit_code"], 76);
+}
+
+#[test]
+fn grace_period_ends_in_sigkill() {
+    let out = run_to_end(
+        baton().args([
+            "run", "--url", "memory://", "--ttl", "500ms", "--grace", "500ms", "--json", "stubborn", "--", "sh", "-c",
+            "trap '' TERM; while :; do sleep 0.1; done",
+        ]),
+        Duration::from_secs(20),
+        "baton run",
+    );
+    assert_eq!(out.status.code(), Some(76), "stderr: {}", stderr(&out));
+    assert_eq!(run_report(&out)["command_signal"], 9, "{}", stderr(&out));
+}
+
+#[test]
+fn demo_oversells_without_the_lock_and_not_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "d.db");
+    let started = Instant::now();
+    let out = run_to_end(
+        baton().args(["demo", "--url", &url, "--json", "--buyers", "12", "--stock", "3"]),
+        Duration::from_secs(120),
+        "baton demo",
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    eprintln!("demo took {:?}", started.elapsed());
+    let report: Value = serde_json::from_slice(&out.stdout).expect("demo --json prints JSON");
+    let (unlocked, locked) = (&report["rounds"][0], &report["rounds"][1]);
+    assert_eq!(unlocked["lock"], false);
+    assert!(unlocked["oversold"].as_u64().unwrap() > 0, "round 1 should oversell: {unlocked}");
+    assert!(unlocked["sold"].as_u64().unwrap() > 3);
+    assert_eq!(locked["lock"], true);
+    assert_eq!(locked["sold"], 3, "{locked}");
+    assert_eq!(locked["oversold"], 0);
+    assert_eq!(locked["duplicate_sales"], 0);
+    assert_eq!(locked["final_stock"], 0);
+    let tokens: Vec<u64> = locked["sales"].as_array().unwrap().iter().map(|s| s["token"].as_u64().unwrap()).collect();
+    assert_eq!(tokens.len(), 12);
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "every grant has its own, growing token: {tokens:?}");
+
+    let out = run_to_end(baton().args(["demo", "--url", "memory://"]), Duration::from_secs(30), "demo");
+    assert_eq!(out.status.code(), Some(64));
+    assert!(stderr(&out).contains("memory://"), "{}", stderr(&out));
+}
+
+#[test]
+fn inspect_shows_the_holder_of_a_running_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "i.db");
+    let token_file = dir.path().join("token");
+    let script = format!("echo $BATON_FENCING_TOKEN > {}; exec sleep 30", token_file.display());
+    let holder = baton()
+        .args(["run", "--url", &url, "held/one", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let inspect = |json: bool| {
+        let mut c = baton();
+        c.args(["inspect", "--url", &url, "held/one"]);
+        if json {
+            c.arg("--json");
+        }
+        let out = run_to_end(&mut c, Duration::from_secs(30), "baton inspect");
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+        out
+    };
+    // Wait (bounded) until the command runs, which is after the grant.
+    let start = Instant::now();
+    while std::fs::read_to_string(&token_file).map_or(true, |t| t.trim().is_empty()) {
+        assert!(start.elapsed() < Duration::from_secs(30), "the holder never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let token: u64 = std::fs::read_to_string(&token_file).unwrap().trim().parse().unwrap();
+    let seen: Value = serde_json::from_slice(&inspect(true).stdout).unwrap();
+    assert_eq!(seen["held"], true, "{seen}");
+    assert_eq!(seen["holders"][0]["token"], token);
+    assert_eq!(seen["holders"][0]["count"], 1);
+    assert_eq!(seen["holders"][0]["mode"], "exclusive");
+    assert!(seen["holders"][0]["lease_left_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(seen["last_token"], token);
+    let human = String::from_utf8(inspect(false).stdout).unwrap();
+    assert!(human.contains("exclusive") && human.contains(&token.to_string()), "{human}");
+
+    // A second run cannot get in: a bounded wait fails with EX_TEMPFAIL.
+    let busy = run_to_end(
+        baton().args(["run", "--url", &url, "--wait", "300ms", "held/one", "--", "true"]),
+        Duration::from_secs(30),
+        "run --wait",
+    );
+    assert_eq!(busy.status.code(), Some(75), "stderr: {}", stderr(&busy));
+    assert!(stderr(&busy).contains("held/one"));
+    let busy = run_to_end(baton().args(["run", "--url", &url, "--wait", "0", "held/one", "--", "true"]), Duration::from_secs(30), "run");
+    assert_eq!(busy.status.code(), Some(75));
+
+    // SIGTERM to baton reaches the command; the lock is released on the way out.
+    // SAFETY: kill has no memory-safety preconditions; the pid is our running child.
+    unsafe {
+        libc::kill(holder.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let out = wait_output(holder, Duration::from_secs(30), "baton run after SIGTERM");
+    assert_eq!(out.status.code(), Some(128 + 15), "stderr: {}", stderr(&out));
+    let seen: Value = serde_json::from_slice(&inspect(true).stdout).unwrap();
+    assert_eq!(seen["held"], false, "{seen}");
+    assert_eq!(seen["last_token"], token);
+}
+
+#[test]
+fn bad_input_is_reported_without_panicking() {
+    let long = "n".repeat(300);
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["run", "--url", "memory://", "--ttl", "0s", "n", "--", "true"], 64, "0s"),
+        (vec!["run", "--url", "memory://", "--ttl", "-1", "n", "--", "true"], 64, "-1"),
+        (vec!["run", "--url", "memory://", "--wait", "abc", "n", "--", "true"], 64, "abc"),
+        (vec!["run", "--url", "memory://", "--grace", "soon", "n", "--", "true"], 64, "soon"),
+        (vec!["run", "--url", "memory://", "--ttl", "9999999h", "n", "--", "true"], 64, "9999999h"),
+        (vec!["run", "--url", "nope://x", "n", "--", "true"], 64, "nope"),
+        (vec!["run", "--url", "not a url", "n", "--", "true"], 64, "not a url"),
+        (vec!["run", "--url", "sqlite://", "n", "--", "true"], 64, "sqlite://"),
+        (vec!["run", "--url", "memory://?bogus=1", "n", "--", "true"], 64, "bogus"),
+        (vec!["run", "--url", "redis://u:hunter2@127.0.0.1", "n", "--", "true"], 78, "redis"),
+        (vec!["run", "--url", "memory://", "", "--", "true"], 64, "empty"),
+        (vec!["run", "--url", "memory://", &long, "--", "true"], 64, "300 bytes"),
+        (vec!["run", "--url", "memory://", "n"], 64, "CMD"),
+        (vec!["run", "--url", "memory://", "n", "--"], 64, "CMD"),
+        (vec!["run", "--url", "memory://"], 64, "NAME"),
+        (vec!["inspect", "--url", "memory://", ""], 64, "empty"),
+        (vec!["bench", "--url", "memory://", "--duration", "0s"], 64, "0s"),
+        (vec!["bench", "--url", "memory://", "--iterations", "0"], 64, "0"),
+        (vec!["demo", "--buyers", "0", "--url", "memory://"], 64, "0"),
+        (vec!["demo", "--stock", "x"], 64, "x"),
+        (vec!["frobnicate"], 64, "frobnicate"),
+    ];
+    for (args, code, needle) in cases {
+        let out = run_to_end(baton().args(&args), Duration::from_secs(30), "baton");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: message should name {needle:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("hunter2"), "{args:?} leaked a password: {err}");
+    }
+}
+
+#[test]
+fn bench_reports_every_scenario() {
+    let out = run_to_end(
+        baton().args(["bench", "--url", "memory://", "--json", "--iterations", "300", "--duration", "1s"]),
+        Duration::from_secs(60),
+        "baton bench",
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("bench --json prints JSON");
+    assert_eq!(report["url"], "memory://");
+    assert_eq!(report["iterations"], 300);
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["uncontended_1", "uncontended_64", "handoff"]);
+    for s in scenarios {
+        let ops = s["ops"].as_u64().unwrap();
+        assert!((1..=300).contains(&ops), "{s}");
+        for field in ["p50_us", "p99_us", "max_us", "ops_per_sec", "elapsed_ms"] {
+            assert!(s[field].as_f64().unwrap() > 0.0, "{field} in {s}");
+        }
+        assert!(s["p50_us"].as_f64() <= s["p99_us"].as_f64() && s["p99_us"].as_f64() <= s["max_us"].as_f64(), "{s}");
+    }
+    assert_eq!(scenarios[1]["tasks"], 64);
+}

@@ -46,6 +46,9 @@ impl Grant {
 
     /// Releases the whole grant.
     pub(crate) async fn release(mut self) -> Result<()> {
+        if self.done {
+            return Err(Error::not_held(format!("{} was already released in full", self.held.key)));
+        }
         self.done = true;
         release(self.slot.clone(), self.held.clone(), self.count).await.map(drop)
     }

@@ -1,13 +1,60 @@
 //! `LockGuard` and the lost signal.
 
 use std::future::Future;
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::FencingToken;
 use crate::engine::Grant;
 use crate::error::Result;
+
+/// The methods every guard type shares (`LockGuard`, `Permit`): token, lost signal,
+/// extend. One definition, so the guards cannot drift apart.
+macro_rules! grant_methods {
+    () => {
+        /// The fencing token of this grant (the same for every re-entry of one hold).
+        pub fn token(&self) -> $crate::FencingToken {
+            self.grant.token()
+        }
+
+        /// Resolves when the lease is lost (renewal refused or failing past the lease, ttl
+        /// expired, or the client closed). Never resolves while the lease is kept.
+        ///
+        /// ```no_run
+        /// # async fn f(client: baton::Client) -> baton::Result<()> {
+        /// let guard = client.lock("jobs/1").acquire().await?;
+        /// tokio::select! {
+        ///     _ = guard.lost() => eprintln!("lease lost: stop writing"),
+        ///     _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+        /// }
+        /// guard.release().await?;
+        /// # Ok(()) }
+        /// ```
+        pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+            self.grant.lost_token().clone().cancelled_owned()
+        }
+
+        /// Whether the lease is known to be lost.
+        pub fn is_lost(&self) -> bool {
+            self.grant.lost_token().is_cancelled()
+        }
+
+        /// A cloneable handle on the lost signal, for passing to other tasks.
+        pub fn lost_signal(&self) -> $crate::LostSignal {
+            $crate::LostSignal::new(self.grant.lost_token().clone())
+        }
+
+        /// Sets the lease to `lease` from now (for `ttl` grants; a watchdog grant accepts it
+        /// too and keeps renewing afterwards).
+        ///
+        /// # Errors
+        /// `LockLost` if the lease was already gone, `InvalidArgument` for a zero or too long
+        /// duration, `Closed`, `Connection`/`Backend` from the store.
+        pub async fn extend(&self, lease: std::time::Duration) -> $crate::Result<()> {
+            self.grant.extend(lease).await
+        }
+    };
+}
+pub(crate) use grant_methods;
 
 /// A held lock (or read/write hold). Dropping it without [`LockGuard::release`] releases
 /// it in the background.
@@ -23,10 +70,7 @@ impl LockGuard {
         LockGuard { grant, name: name.to_owned() }
     }
 
-    /// The fencing token of this grant (the same for every re-entry of one hold).
-    pub fn token(&self) -> FencingToken {
-        self.grant.token()
-    }
+    grant_methods!();
 
     /// The name held.
     pub fn name(&self) -> &str {
@@ -36,43 +80,6 @@ impl LockGuard {
     /// The owner id this grant is held under.
     pub fn owner(&self) -> &str {
         self.grant.holder()
-    }
-
-    /// Resolves when the lease is lost (renewal refused or failing past the lease, ttl
-    /// expired, or the client closed). Never resolves while the lease is kept.
-    ///
-    /// ```no_run
-    /// # async fn f(client: baton::Client) -> baton::Result<()> {
-    /// let guard = client.lock("jobs/1").acquire().await?;
-    /// tokio::select! {
-    ///     _ = guard.lost() => eprintln!("lease lost: stop writing"),
-    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
-    /// }
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.grant.lost_token().clone().cancelled_owned()
-    }
-
-    /// Whether the lease is known to be lost.
-    pub fn is_lost(&self) -> bool {
-        self.grant.lost_token().is_cancelled()
-    }
-
-    /// A cloneable handle on the lost signal, for passing to other tasks.
-    pub fn lost_signal(&self) -> LostSignal {
-        LostSignal::new(self.grant.lost_token().clone())
-    }
-
-    /// Sets the lease to `lease` from now (for `ttl` locks; a watchdog lock accepts it too
-    /// and keeps renewing afterwards).
-    ///
-    /// # Errors
-    /// `LockLost` if the lease was already gone, `InvalidArgument` for a zero or too long
-    /// duration, `Connection`/`Backend` from the store.
-    pub async fn extend(&self, lease: Duration) -> Result<()> {
-        self.grant.extend(lease).await
     }
 
     /// Releases this hold (one level of re-entry).

@@ -5,6 +5,7 @@ mod guard;
 pub(crate) mod multi;
 pub(crate) mod rw;
 
+pub(crate) use guard::grant_methods;
 pub use guard::{LockGuard, LostSignal};
 
 use std::sync::Arc;

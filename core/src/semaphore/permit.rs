@@ -1,12 +1,7 @@
 //! `Permit`: permits held from a semaphore.
 
-use std::future::Future;
-use std::time::Duration;
-
-use crate::FencingToken;
 use crate::engine::Grant;
 use crate::error::Result;
-use crate::lock::LostSignal;
 
 /// Permits held. Dropping it without [`Permit::release`] gives them back in the background.
 #[derive(Debug)]
@@ -31,34 +26,11 @@ impl Permit {
         self.grant.count()
     }
 
-    /// The fencing token of this grant.
-    pub fn token(&self) -> FencingToken {
-        self.grant.token()
-    }
+    crate::lock::grant_methods!();
 
     /// The semaphore's name.
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// Resolves when the lease is lost.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.grant.lost_token().clone().cancelled_owned()
-    }
-
-    /// Whether the lease is known to be lost.
-    pub fn is_lost(&self) -> bool {
-        self.grant.lost_token().is_cancelled()
-    }
-
-    /// A cloneable handle on the lost signal.
-    pub fn lost_signal(&self) -> LostSignal {
-        LostSignal::new(self.grant.lost_token().clone())
-    }
-
-    /// Sets the lease to `lease` from now.
-    pub async fn extend(&self, lease: Duration) -> Result<()> {
-        self.grant.extend(lease).await
     }
 
     /// Gives every permit back.

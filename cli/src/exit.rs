@@ -81,7 +81,8 @@ impl From<baton::Error> for Failure {
 
 /// Parses a duration flag with baton's own rules (`30s`, `250ms`, `2m`; zero rejected).
 pub(crate) fn duration(flag: &str, value: &str) -> Result<std::time::Duration, Failure> {
-    baton::duration::parse(value).map_err(|e| Failure::new(code_of(e.kind()), format!("{}: {flag}: {}", e.kind(), e.message())))
+    baton::duration::parse(value)
+        .map_err(|e| Failure::new(code_of(e.kind()), format!("{}: {flag}: {}", e.kind(), e.message())))
 }
 
 /// As [`duration`], but also accepts a zero (`0`, `0s`, `0ms`): "do not wait at all".

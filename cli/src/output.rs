@@ -14,7 +14,8 @@ pub(crate) fn stderr_is_tty() -> bool {
 
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::new(IOERR, format!("cannot encode JSON: {e}")))?;
+    let text =
+        serde_json::to_string_pretty(value).map_err(|e| Failure::new(IOERR, format!("cannot encode JSON: {e}")))?;
     println!("{text}");
     Ok(())
 }
@@ -52,8 +53,9 @@ impl Table {
 
     pub(crate) fn render(&self, indent: &str) -> String {
         let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let width: Vec<usize> =
-            (0..cols).map(|c| self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+        let width: Vec<usize> = (0..cols)
+            .map(|c| self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+            .collect();
         let mut out = String::new();
         for row in &self.rows {
             let mut line = String::from(indent);
@@ -74,7 +76,9 @@ impl Table {
 /// completes; race it against the acquire). Call [`clear_line`] afterwards.
 pub(crate) async fn spinner(name: &str, since: Instant) {
     const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    // The first frame comes late enough that a lock granted at once draws nothing.
+    let first = tokio::time::Instant::now() + Duration::from_millis(200);
+    let mut tick = tokio::time::interval_at(first, Duration::from_millis(100));
     for frame in FRAMES.iter().cycle() {
         tick.tick().await;
         let mut err = std::io::stderr().lock();

@@ -104,7 +104,16 @@ fn concurrent_runs_never_overlap_and_tokens_grow() {
 #[test]
 fn exits_with_the_commands_code_and_exports_the_lock() {
     let out = run_to_end(
-        baton().args(["run", "--url", "memory://", "jobs/7", "--", "sh", "-c", "echo $BATON_LOCK_NAME $BATON_FENCING_TOKEN; exit 7"]),
+        baton().args([
+            "run",
+            "--url",
+            "memory://",
+            "jobs/7",
+            "--",
+            "sh",
+            "-c",
+            "echo $BATON_LOCK_NAME $BATON_FENCING_TOKEN; exit 7",
+        ]),
         Duration::from_secs(30),
         "baton run",
     );
@@ -118,7 +127,11 @@ fn exits_with_the_commands_code_and_exports_the_lock() {
         "baton run",
     );
     assert_eq!(out.status.code(), Some(137));
-    let out = run_to_end(baton().args(["run", "--url", "memory://", "x", "--", "/nonexistent/cmd"]), Duration::from_secs(30), "run");
+    let out = run_to_end(
+        baton().args(["run", "--url", "memory://", "x", "--", "/nonexistent/cmd"]),
+        Duration::from_secs(30),
+        "run",
+    );
     assert_eq!(out.status.code(), Some(127), "stderr: {}", stderr(&out));
 }
 
@@ -148,7 +161,18 @@ fn lost_lease_stops_the_command() {
 fn grace_period_ends_in_sigkill() {
     let out = run_to_end(
         baton().args([
-            "run", "--url", "memory://", "--ttl", "500ms", "--grace", "500ms", "--json", "stubborn", "--", "sh", "-c",
+            "run",
+            "--url",
+            "memory://",
+            "--ttl",
+            "500ms",
+            "--grace",
+            "500ms",
+            "--json",
+            "stubborn",
+            "--",
+            "sh",
+            "-c",
             "trap '' TERM; while :; do sleep 0.1; done",
         ]),
         Duration::from_secs(20),
@@ -236,7 +260,11 @@ fn inspect_shows_the_holder_of_a_running_command() {
     );
     assert_eq!(busy.status.code(), Some(75), "stderr: {}", stderr(&busy));
     assert!(stderr(&busy).contains("held/one"));
-    let busy = run_to_end(baton().args(["run", "--url", &url, "--wait", "0", "held/one", "--", "true"]), Duration::from_secs(30), "run");
+    let busy = run_to_end(
+        baton().args(["run", "--url", &url, "--wait", "0", "held/one", "--", "true"]),
+        Duration::from_secs(30),
+        "run",
+    );
     assert_eq!(busy.status.code(), Some(75));
 
     // SIGTERM to baton reaches the command; the lock is released on the way out.

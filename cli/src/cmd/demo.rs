@@ -150,7 +150,8 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
 
 async fn round(n: u32, lock: bool, args: &Args, url: &str, stock_file: &Path) -> Result<Round, Failure> {
     write_stock(stock_file, i64::from(args.stock))?;
-    let exe = std::env::current_exe().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot find baton's own path: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot find baton's own path: {e}")))?;
     let mut buyers = Vec::new();
     for id in 1..=args.buyers {
         let mut cmd = Command::new(&exe);
@@ -233,7 +234,12 @@ async fn buyer_failed(child: &mut Child) -> Failure {
 fn render(r: &Round) -> String {
     let mut t = Table::new(["buyer", "result", "saw stock", "fencing token"]);
     for s in &r.sales {
-        t.row(vec![s.buyer.to_string(), s.result.clone(), s.seen.to_string(), s.token.map_or("-".into(), |t| t.to_string())]);
+        t.row(vec![
+            s.buyer.to_string(),
+            s.result.clone(),
+            s.seen.to_string(),
+            s.token.map_or("-".into(), |t| t.to_string()),
+        ]);
     }
     let verdict = if r.oversold > 0 {
         format!("OVERSOLD by {} ({} duplicate sales of the same item)", r.oversold, r.duplicate_sales)

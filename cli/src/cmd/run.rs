@@ -212,7 +212,9 @@ fn spawn(cmd: &[OsString], guard: &LockGuard) -> Result<Child, Failure> {
     command.spawn().map_err(|e| {
         let shown = program.to_string_lossy();
         match e.kind() {
-            std::io::ErrorKind::NotFound => Failure::new(exit::NOT_FOUND, format!("cannot run `{shown}`: command not found")),
+            std::io::ErrorKind::NotFound => {
+                Failure::new(exit::NOT_FOUND, format!("cannot run `{shown}`: command not found"))
+            }
             _ => Failure::new(exit::CANNOT_EXEC, format!("cannot run `{shown}`: {e}")),
         }
     })
@@ -302,7 +304,11 @@ impl Signals {
         let on = |k: SignalKind| {
             signal(k).map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install a signal handler: {e}")))
         };
-        Ok(Signals { int: on(SignalKind::interrupt())?, term: on(SignalKind::terminate())?, hup: on(SignalKind::hangup())? })
+        Ok(Signals {
+            int: on(SignalKind::interrupt())?,
+            term: on(SignalKind::terminate())?,
+            hup: on(SignalKind::hangup())?,
+        })
     }
 
     /// The next signal received. (The streams never end while the runtime lives.)

@@ -87,8 +87,9 @@ pub(crate) fn duration(flag: &str, value: &str) -> Result<std::time::Duration, F
 
 /// As [`duration`], but also accepts a zero (`0`, `0s`, `0ms`): "do not wait at all".
 pub(crate) fn duration_or_zero(flag: &str, value: &str) -> Result<std::time::Duration, Failure> {
-    let number = value.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let unit_ok = matches!(value.trim()[number.len()..].as_ref(), "" | "ms" | "s" | "m" | "min" | "h");
+    let trimmed = value.trim();
+    let number = trimmed.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit_ok = matches!(&trimmed[number.len()..], "" | "ms" | "s" | "m" | "min" | "h");
     if unit_ok && number.parse::<f64>().is_ok_and(|n| n == 0.0) && !number.starts_with('-') {
         return Ok(std::time::Duration::ZERO);
     }

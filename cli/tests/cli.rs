@@ -180,6 +180,28 @@ fn grace_period_ends_in_sigkill() {
     );
     assert_eq!(out.status.code(), Some(76), "stderr: {}", stderr(&out));
     assert_eq!(run_report(&out)["command_signal"], 9, "{}", stderr(&out));
+
+    // --signal picks what the command gets first.
+    let out = run_to_end(
+        baton().args([
+            "run",
+            "--url",
+            "memory://",
+            "--ttl",
+            "300ms",
+            "--signal",
+            "INT",
+            "--json",
+            "polite",
+            "--",
+            "sleep",
+            "30",
+        ]),
+        Duration::from_secs(20),
+        "baton run --signal INT",
+    );
+    assert_eq!(out.status.code(), Some(76), "stderr: {}", stderr(&out));
+    assert_eq!(run_report(&out)["command_signal"], 2, "{}", stderr(&out));
 }
 
 #[test]
@@ -288,6 +310,7 @@ fn bad_input_is_reported_without_panicking() {
         (vec!["run", "--url", "memory://", "--wait", "abc", "n", "--", "true"], 64, "abc"),
         (vec!["run", "--url", "memory://", "--grace", "soon", "n", "--", "true"], 64, "soon"),
         (vec!["run", "--url", "memory://", "--ttl", "9999999h", "n", "--", "true"], 64, "9999999h"),
+        (vec!["run", "--url", "memory://", "--signal", "bogus", "n", "--", "true"], 64, "bogus"),
         (vec!["run", "--url", "nope://x", "n", "--", "true"], 64, "nope"),
         (vec!["run", "--url", "not a url", "n", "--", "true"], 64, "not a url"),
         (vec!["run", "--url", "sqlite://", "n", "--", "true"], 64, "sqlite://"),

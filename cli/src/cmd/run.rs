@@ -19,7 +19,7 @@ use crate::url::StoreChoice;
 /// Waits for the lock NAME, runs CMD with BATON_FENCING_TOKEN and BATON_LOCK_NAME in its
 /// environment, releases the lock when CMD ends and exits with CMD's exit code. If the
 /// lease is lost while CMD runs (ttl expired, or the store stopped answering past the
-/// lease), CMD gets SIGTERM, then SIGKILL after --grace, and baton exits 76. SIGINT,
+/// lease), CMD gets SIGTERM (--signal), then SIGKILL after --grace, and baton exits 76. SIGINT,
 /// SIGTERM and SIGHUP sent to baton are forwarded to CMD.
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
@@ -32,9 +32,12 @@ pub(crate) struct Args {
     /// Default: wait forever.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     wait: Option<String>,
-    /// After a lost lease, how long CMD has between SIGTERM and SIGKILL.
+    /// After a lost lease, how long CMD has between --signal and SIGKILL.
     #[arg(long, value_name = "DURATION", default_value = "10s", allow_hyphen_values = true)]
     grace: String,
+    /// The signal CMD gets when the lease is lost: TERM, INT, HUP, QUIT, USR1, USR2 or KILL.
+    #[arg(long, value_name = "SIGNAL", default_value = "TERM")]
+    signal: String,
     /// Print a one-line JSON report to stderr when baton ends (name, token, timings,
     /// exit code, lost).
     #[arg(long)]
@@ -66,7 +69,7 @@ struct Report<'a> {
 pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result<u8, Failure> {
     let ttl = args.ttl.as_deref().map(|v| exit::duration("--ttl", v)).transpose()?;
     let wait = args.wait.as_deref().map(|v| exit::duration_or_zero("--wait", v)).transpose()?;
-    let grace = exit::duration_or_zero("--grace", &args.grace)?;
+    let stop = Stop { signal: parse_signal(&args.signal)?, grace: exit::duration_or_zero("--grace", &args.grace)? };
     exit::check_name(&args.name)?;
     let tty = output::stderr_is_tty();
     // Scripts stay quiet unless asked; a human at a terminal learns where the lock lives.
@@ -75,7 +78,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     // acquire is cancel-safe: nothing stays held or queued).
     let mut signals = Signals::new()?;
     let client = Client::connect(&store.url).await?;
-    let out = hold_and_run(&client, &args, ttl, wait, grace, tty, &mut signals).await;
+    let out = hold_and_run(&client, &args, ttl, wait, stop, tty, &mut signals).await;
     client.close().await;
     out
 }
@@ -85,7 +88,7 @@ async fn hold_and_run(
     args: &Args,
     ttl: Option<Duration>,
     wait: Option<Duration>,
-    grace: Duration,
+    stop: Stop,
     tty: bool,
     signals: &mut Signals,
 ) -> Result<u8, Failure> {
@@ -125,6 +128,16 @@ async fn hold_and_run(
     };
     let waited = asked.elapsed();
     let token = guard.token().get();
+    // Let a lease timer that is already due fire (this runtime has one thread), so that a
+    // lease shorter than the wait for it is seen before the command starts.
+    tokio::task::yield_now().await;
+    if guard.is_lost() {
+        // Possible with a very short --ttl: never start the command unprotected.
+        return Err(Failure::new(
+            exit::LOST,
+            format!("LockLost: the lease on `{name}` ran out before the command started"),
+        ));
+    }
 
     let mut child = match spawn(&args.cmd, &guard) {
         Ok(c) => c,
@@ -136,7 +149,7 @@ async fn hold_and_run(
         }
     };
     let held_since = Instant::now();
-    let (status, lost) = supervise(&mut child, &guard, grace, signals).await;
+    let (status, lost) = supervise(&mut child, &guard, stop, signals).await;
     let held = held_since.elapsed();
     let released = guard.release().await;
 
@@ -220,12 +233,40 @@ fn spawn(cmd: &[OsString], guard: &LockGuard) -> Result<Child, Failure> {
     })
 }
 
+/// How a command is stopped after its lease is lost.
+#[derive(Debug, Clone, Copy)]
+struct Stop {
+    signal: i32,
+    grace: Duration,
+}
+
+/// The signals --signal accepts, by name.
+const STOP_SIGNALS: [(&str, i32); 7] = [
+    ("TERM", libc::SIGTERM),
+    ("INT", libc::SIGINT),
+    ("HUP", libc::SIGHUP),
+    ("QUIT", libc::SIGQUIT),
+    ("USR1", libc::SIGUSR1),
+    ("USR2", libc::SIGUSR2),
+    ("KILL", libc::SIGKILL),
+];
+
+/// `TERM`, `sigterm`, `SIGTERM` or `15`.
+fn parse_signal(value: &str) -> Result<i32, Failure> {
+    let upper = value.trim().to_ascii_uppercase();
+    let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
+    STOP_SIGNALS.iter().find(|(n, num)| *n == bare || bare.parse() == Ok(*num)).map(|(_, num)| *num).ok_or_else(|| {
+        let known: Vec<&str> = STOP_SIGNALS.iter().map(|(n, _)| *n).collect();
+        Failure::usage(format!("InvalidArgument: --signal: unknown signal `{value}` (use one of {})", known.join(", ")))
+    })
+}
+
 /// Waits for the command; forwards signals; stops it when the lease is lost.
 /// Returns its status and whether the lease was lost.
 async fn supervise(
     child: &mut Child,
     guard: &LockGuard,
-    grace: Duration,
+    stop: Stop,
     signals: &mut Signals,
 ) -> (std::io::Result<ExitStatus>, bool) {
     let lost = guard.lost();
@@ -238,12 +279,15 @@ async fn supervise(
             status = child.wait() => return (status, lost_seen),
             () = &mut lost, if !lost_seen => {
                 lost_seen = true;
+                let then = if stop.signal == libc::SIGKILL { String::new() } else { format!(" (SIGKILL in {})", human(stop.grace)) };
                 eprintln!(
-                    "baton: the lease on `{}` (token {}) was lost; sending SIGTERM to the command (SIGKILL in {})",
-                    guard.name(), guard.token(), human(grace)
+                    "baton: the lease on `{}` (token {}) was lost; sending {} to the command{then}",
+                    guard.name(), guard.token(), sig_name(stop.signal)
                 );
-                send(child, libc::SIGTERM);
-                kill_at = Some(tokio::time::Instant::now() + grace);
+                send(child, stop.signal);
+                if stop.signal != libc::SIGKILL {
+                    kill_at = Some(tokio::time::Instant::now() + stop.grace);
+                }
             }
             () = tokio::time::sleep_until(deadline), if kill_at.is_some() => {
                 eprintln!("baton: the command outlived the grace period; sending SIGKILL");
@@ -283,12 +327,9 @@ fn describe(status: ExitStatus) -> String {
 }
 
 fn sig_name(sig: i32) -> String {
-    match sig {
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        libc::SIGKILL => "SIGKILL".into(),
-        n => format!("signal {n}"),
+    match STOP_SIGNALS.iter().find(|(_, num)| *num == sig) {
+        Some((name, _)) => format!("SIG{name}"),
+        None => format!("signal {sig}"),
     }
 }
 

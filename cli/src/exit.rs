@@ -98,22 +98,7 @@ pub(crate) fn duration_or_zero(flag: &str, value: &str) -> Result<std::time::Dur
 
 /// Checks a lock name before connecting, so a bad one fails fast with the value shown.
 pub(crate) fn check_name(name: &str) -> Result<(), Failure> {
-    if name.is_empty() {
-        return Err(Failure::usage("InvalidArgument: the lock name must not be empty"));
-    }
-    if name.len() > baton::MAX_NAME_BYTES {
-        let mut end = 40;
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        return Err(Failure::usage(format!(
-            "InvalidArgument: the lock name is {} bytes long; the limit is {} (it starts with {:?}…)",
-            name.len(),
-            baton::MAX_NAME_BYTES,
-            &name[..end]
-        )));
-    }
-    Ok(())
+    baton::validate_name(name).map_err(Failure::from)
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ pub use latch::CountDownLatch;
 pub use lock::multi::{MultiGuard, MultiLock};
 pub use lock::rw::RwLock;
 pub use lock::{FairLock, Lock, LockGuard, LostSignal};
-pub use name::MAX_NAME_BYTES;
+pub use name::{MAX_NAME_BYTES, validate as validate_name};
 pub use options::{DEFAULT_LEASE, DEFAULT_QUEUE_TTL, DEFAULT_RENEW, Lease, LockOptions};
 pub use semaphore::{Permit, PermitSemaphore, Semaphore};
 pub use token::FencingToken;

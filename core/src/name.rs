@@ -5,8 +5,14 @@ use crate::error::{Error, Result};
 /// Longest name accepted, in bytes of UTF-8.
 pub const MAX_NAME_BYTES: usize = 255;
 
-/// Checks a user-given name: UTF-8 (guaranteed by `&str`), 1..=255 bytes, no NUL.
-pub(crate) fn validate(name: &str) -> Result<()> {
+/// Checks a name the way every handle does: 1..=255 bytes of UTF-8, no NUL byte.
+/// Handles report a bad name on their first call; this checks one up front.
+///
+/// ```
+/// assert!(baton::validate_name("orders/42").is_ok());
+/// assert_eq!(baton::validate_name("").unwrap_err().kind(), baton::ErrorKind::InvalidArgument);
+/// ```
+pub fn validate(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid_argument("name must not be empty"));
     }

@@ -38,10 +38,13 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
 const POLL_MIN: Duration = Duration::from_millis(2);
 const POLL_MAX: Duration = Duration::from_millis(50);
 
-/// In-process wake-ups, shared by every client of one file.
+/// What the clients of one file in this process share: wake-ups, and a write gate.
 #[derive(Debug, Default)]
 struct Local {
     keys: Mutex<HashMap<Key, watch::Sender<u64>>>,
+    /// Writers of this process queue here instead of inside SQLite's busy handler, whose
+    /// sleeps (up to 100 ms) turned pool-internal collisions into latency spikes.
+    write: tokio::sync::Mutex<()>,
 }
 
 impl Local {
@@ -137,6 +140,7 @@ impl StateStore for Sqlite {
     async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
         // IMMEDIATE takes the write lock up front: two deferred readers upgrading to
         // writers would otherwise fail with SQLITE_BUSY instead of waiting.
+        let _gate = self.local.write.lock().await;
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| self.err(e))?;
         let row: Option<(String, i64)> =
             sqlx::query_as("SELECT state, version FROM baton_state WHERE family = ? AND name = ?")

@@ -135,6 +135,8 @@ impl Error {
     pub(crate) fn lock_lost(msg: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::LockLost, msg)
     }
+    // Network stores use it; a memory-only build has none.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn connection(msg: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::Connection, msg)
     }

@@ -182,7 +182,14 @@ impl Held {
         let deadline = watch::Sender::new(started + spec.lease.length());
         let lost = CancellationToken::new();
         let timer = match spec.lease {
-            Lease::Ttl(_) => Some(lease::start_ttl(&spec.ctx.rt, &deadline, lost.clone())),
+            Lease::Ttl(_) => Some(lease::start_ttl(
+                &spec.ctx.rt,
+                spec.ctx.backend.clone(),
+                spec.key.clone(),
+                spec.holder.clone(),
+                deadline.clone(),
+                lost.clone(),
+            )),
             Lease::Watchdog { .. } => None,
         };
         let held = Arc::new(Held {

@@ -1,0 +1,252 @@
+//! Lock: exclusion, waiting, reentrancy, leases, loss, ownership, cancellation.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use baton::{ErrorKind, LockOptions};
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use super::{Store, bounded, unique};
+
+/// 16 tasks × 200 acquisitions guard a non-atomic read-modify-write: no update is lost,
+/// and tokens strictly increase in grant order.
+pub async fn exclusion_counter(store: &Store) {
+    const TASKS: usize = 16;
+    const ROUNDS: usize = 200;
+    let name = unique("counter");
+    let counter = Arc::new(AtomicU64::new(0));
+    let tokens = Arc::new(Mutex::new(Vec::with_capacity(TASKS * ROUNDS)));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (client, name, counter, tokens) = (store.client().await, name.clone(), counter.clone(), tokens.clone());
+        tasks.push(tokio::spawn(async move {
+            let lock = client.lock(&name);
+            for _ in 0..ROUNDS {
+                let g = lock.acquire().await.unwrap();
+                // Read, yield, write: loses updates unless the lock excludes.
+                let v = counter.load(Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                counter.store(v + 1, Ordering::SeqCst);
+                tokens.lock().await.push(g.token().get());
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    // Bound: 3 200 grants; SQLite manages ~2 000 acquire+release pairs/s on 2 cores.
+    bounded("16×200 contended acquisitions", Duration::from_secs(120), async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    })
+    .await;
+    assert_eq!(counter.load(Ordering::SeqCst), (TASKS * ROUNDS) as u64, "lost updates");
+    let tokens = tokens.lock().await;
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing in grant order");
+}
+
+/// `try_acquire` never waits; `acquire_timeout` gives `Timeout` after about the timeout.
+pub async fn try_and_timeout(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("busy");
+    let g = a.lock(&name).acquire().await.unwrap();
+    let t0 = Instant::now();
+    assert!(b.lock(&name).try_acquire().await.unwrap().is_none());
+    let e = b.lock(&name).acquire_timeout(Duration::from_millis(300)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    assert!(e.to_string().contains(&name), "{e}");
+    let waited = t0.elapsed();
+    // Lower bound: it did wait; upper bound: generous for a loaded 2-core machine.
+    assert!(waited >= Duration::from_millis(290) && waited < Duration::from_secs(5), "{waited:?}");
+    g.release().await.unwrap();
+    assert!(b.lock(&name).try_acquire().await.unwrap().is_some());
+}
+
+/// A waiter is woken by the release, long before any lease would end.
+pub async fn release_wakes_waiter(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("wake");
+    let g = a.lock(&name).acquire().await.unwrap();
+    let waiter = tokio::spawn({
+        let name = name.clone();
+        async move { b.lock(&name).acquire().await.map(|g| (g.token(), Instant::now())) }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t1 = g.token();
+    let released = Instant::now();
+    g.release().await.unwrap();
+    // The lease is 30 s: a grant within 5 s can only come from the wake-up.
+    let (t2, at) = bounded("waiter wake-up", Duration::from_secs(5), waiter).await.unwrap().unwrap();
+    assert!(t2 > t1);
+    assert!(at.duration_since(released) < Duration::from_secs(5));
+}
+
+/// The same handle re-enters with the same token; the lock is free after as many releases.
+pub async fn reentrancy(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("reentrant");
+    let lock = a.lock(&name);
+    let g1 = lock.acquire().await.unwrap();
+    let g2 = lock.acquire().await.unwrap();
+    assert_eq!(g1.token(), g2.token());
+    let info = a.inspect(&name).await.unwrap();
+    assert_eq!(info.holders.len(), 1);
+    assert_eq!(info.holders[0].count, 2);
+    g2.release().await.unwrap();
+    assert!(b.lock(&name).try_acquire().await.unwrap().is_none(), "freed after one of two releases");
+    g1.release().await.unwrap();
+    assert!(b.lock(&name).try_acquire().await.unwrap().is_some());
+}
+
+/// Two handles bound to one explicit owner re-enter each other's hold.
+pub async fn owner_option_reenters(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("owner");
+    let owner = unique("job");
+    let g1 = a.lock_with(&name, LockOptions::new().owner(owner.clone())).acquire().await.unwrap();
+    let g2 = b.lock_with(&name, LockOptions::new().owner(owner.clone())).try_acquire().await.unwrap().unwrap();
+    assert_eq!(g1.token(), g2.token());
+    assert!(a.lock(&name).try_acquire().await.unwrap().is_none());
+    g1.release().await.unwrap();
+    g2.release().await.unwrap();
+    assert!(a.lock(&name).try_acquire().await.unwrap().is_some());
+}
+
+/// A ttl lease not extended is lost: `lost()` fires, release is `LockLost`, and the next
+/// holder gets a larger token.
+pub async fn ttl_expiry_is_lost(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("ttl");
+    let g = a.lock_with(&name, LockOptions::new().ttl(Duration::from_millis(800))).acquire().await.unwrap();
+    assert!(!g.is_lost());
+    // Bound: 800 ms lease plus slack for timers on a loaded machine.
+    bounded("lost() after ttl", Duration::from_secs(5), g.lost()).await;
+    assert!(g.is_lost());
+    let g2 = bounded("acquire after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
+    assert!(g2.token() > g.token());
+    assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    g2.release().await.unwrap();
+}
+
+/// `extend` keeps a ttl lock past its first ttl.
+pub async fn extend_keeps_ttl_lock(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("extend");
+    let g = a.lock_with(&name, LockOptions::new().ttl(Duration::from_millis(800))).acquire().await.unwrap();
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        g.extend(Duration::from_millis(800)).await.unwrap();
+    }
+    // 1.6 s after the grant: twice the first ttl, still held.
+    assert!(!g.is_lost());
+    assert!(b.lock(&name).try_acquire().await.unwrap().is_none());
+    g.release().await.unwrap();
+}
+
+/// The watchdog renews a short lease for several lease lengths.
+pub async fn watchdog_keeps_lock(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("watchdog");
+    let opts = LockOptions::new().lease(Duration::from_millis(900)).renew_every(Duration::from_millis(300));
+    let g = a.lock_with(&name, opts).acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2700)).await;
+    assert!(!g.is_lost());
+    assert!(b.lock(&name).try_acquire().await.unwrap().is_none());
+    g.release().await.unwrap();
+}
+
+/// A holder whose watchdog stops (its runtime is gone, as when a process freezes or dies)
+/// blocks others no longer than its lease.
+pub async fn stalled_holder_frees(store: &Store) {
+    let name = unique("stalled");
+    let url = store.url.clone();
+    let n = name.clone();
+    let granted = std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let c = baton::Client::connect(&url).await.unwrap();
+            let g = c.lock_with(&n, LockOptions::new().lease(Duration::from_secs(1))).acquire().await.unwrap();
+            std::mem::forget(g);
+            std::mem::forget(c);
+        });
+        Instant::now()
+        // The runtime drops here: no renewal, no release.
+    })
+    .join()
+    .unwrap();
+    let b = store.client().await;
+    assert!(b.lock(&name).try_acquire().await.unwrap().is_none());
+    let g = bounded("acquire after a stalled holder", Duration::from_secs(10), b.lock(&name).acquire()).await.unwrap();
+    // Lease 1 s, plus 1 s for the waiter's re-check and a loaded machine.
+    assert!(granted.elapsed() < Duration::from_secs(2) + Duration::from_millis(900), "{:?}", granted.elapsed());
+    g.release().await.unwrap();
+}
+
+/// Releasing a lost lease never frees the next holder's lock.
+pub async fn non_owner_release_never_frees(store: &Store) {
+    let (a, b, c) = (store.client().await, store.client().await, store.client().await);
+    let name = unique("foreign");
+    let old = a.lock_with(&name, LockOptions::new().ttl(Duration::from_millis(500))).acquire().await.unwrap();
+    let new = bounded("acquire after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
+    assert_eq!(old.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    assert!(c.lock(&name).try_acquire().await.unwrap().is_none(), "a stale release freed the lock");
+    let info = c.inspect(&name).await.unwrap();
+    assert_eq!(info.holders.len(), 1);
+    assert_eq!(info.holders[0].token, new.token());
+    new.release().await.unwrap();
+}
+
+/// A guard dropped without `release` is released in the background.
+pub async fn dropped_guard_is_released(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("dropped");
+    drop(a.lock(&name).acquire().await.unwrap());
+    // Far below the 30 s lease: only the background release can free it this soon.
+    let g = bounded("acquire after a dropped guard", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
+    g.release().await.unwrap();
+}
+
+/// Dropped `acquire` futures (while waiting, and at random points against a free lock)
+/// leave no hold and no queue place behind.
+pub async fn cancelled_acquire_leaves_nothing(store: &Store) {
+    let (a, b, c) = (store.client().await, store.client().await, store.client().await);
+    let name = unique("cancel");
+    let g = a.lock(&name).acquire().await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(200), b.lock(&name).acquire()).await.is_err());
+    g.release().await.unwrap();
+    let g = bounded("third party acquires", Duration::from_secs(5), c.lock(&name).acquire()).await.unwrap();
+    g.release().await.unwrap();
+    // Cancel at random points of the attempt.
+    let lock = b.lock(&name);
+    for i in 0..200u64 {
+        let _ = tokio::time::timeout(Duration::from_micros((i * 7919) % 2000), lock.acquire()).await;
+    }
+    // Attempts already sent finish in the background and give back what they got; after
+    // that, nothing may be left. Bound: generous for a loaded 2-core machine.
+    let probe = c.lock(&name);
+    let g = bounded("lock free again", Duration::from_secs(10), async {
+        loop {
+            if let Some(g) = probe.try_acquire().await.unwrap() {
+                break g;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    g.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!c.inspect(&name).await.unwrap().is_held(), "a cancelled acquire left a hold behind");
+}
+
+/// `close` releases what the client holds, so others need not wait for the leases.
+pub async fn close_releases(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("close");
+    let g = a.lock(&name).acquire().await.unwrap();
+    a.close().await;
+    let g2 = bounded("acquire after close", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
+    assert!(g2.token() > g.token());
+    assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::Closed);
+    g2.release().await.unwrap();
+}

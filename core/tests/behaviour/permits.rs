@@ -1,0 +1,55 @@
+//! Permit-expirable semaphore: ids, release by id, per-permit leases.
+
+use std::time::Duration;
+
+use baton::ErrorKind;
+
+use super::{Store, bounded, unique};
+
+/// Ids are 32 hex characters and unique; any client releases a permit by id; an unknown
+/// id is `NotHeld`.
+pub async fn ids_and_release_by_id(store: &Store) {
+    let name = unique("psem");
+    let (a, b) = (store.client().await, store.client().await);
+    let sem = a.permit_semaphore(&name, 2);
+    let p1 = sem.acquire().await.unwrap();
+    let p2 = sem.acquire().await.unwrap();
+    for p in [&p1, &p2] {
+        assert_eq!(p.id().len(), 32);
+        assert!(p.id().chars().all(|c| c.is_ascii_hexdigit()), "{}", p.id());
+    }
+    assert_ne!(p1.id(), p2.id());
+    assert!(sem.try_acquire().await.unwrap().is_none());
+    let id = p1.id().to_owned();
+    std::mem::forget(p1);
+    b.permit_semaphore(&name, 2).release(&id).await.unwrap();
+    assert_eq!(sem.available().await.unwrap(), 1);
+    let e = b.permit_semaphore(&name, 2).release(&id).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    assert!(e.message().contains(&id), "{e}");
+    p2.release().await.unwrap();
+}
+
+/// A permit with its own lease expires unless `update_lease` moves it.
+pub async fn lease_expiry_and_update(store: &Store) {
+    let name = unique("psem-lease");
+    let (a, b) = (store.client().await, store.client().await);
+    let sem = a.permit_semaphore(&name, 1);
+    let short = sem.acquire_lease(Duration::from_millis(700)).await.unwrap();
+    // Bound: 700 ms lease plus slack.
+    bounded("expired permit lost", Duration::from_secs(5), short.lost()).await;
+    let other = bounded("permit back", Duration::from_secs(5), b.permit_semaphore(&name, 1).acquire()).await.unwrap();
+    assert_eq!(short.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    other.release().await.unwrap();
+
+    let p = sem.acquire_lease(Duration::from_millis(700)).await.unwrap();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        b.permit_semaphore(&name, 1).update_lease(p.id(), Duration::from_millis(700)).await.unwrap();
+    }
+    assert!(b.permit_semaphore(&name, 1).try_acquire().await.unwrap().is_none(), "updated lease kept it");
+    let id = p.id().to_owned();
+    p.release().await.unwrap();
+    let e = sem.update_lease(&id, Duration::from_secs(1)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+}

@@ -1,0 +1,88 @@
+//! Semaphore: at most N permits out, many at once, leased permits come back.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use baton::{ErrorKind, LockOptions};
+use tokio::time::Instant;
+
+use super::{Store, bounded, unique};
+
+/// 8 tasks × 50 acquisitions of a 3-permit semaphore: never more than 3 inside.
+pub async fn never_more_than_permits(store: &Store) {
+    let name = unique("sem");
+    let inside = Arc::new(AtomicU32::new(0));
+    let peak = Arc::new(AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (c, name, inside, peak) = (store.client().await, name.clone(), inside.clone(), peak.clone());
+        tasks.push(tokio::spawn(async move {
+            let sem = c.semaphore(&name, 3);
+            for _ in 0..50 {
+                let p = sem.acquire().await.unwrap();
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                // Long enough inside for holders to overlap on every store.
+                tokio::time::sleep(Duration::from_millis(3)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                p.release().await.unwrap();
+            }
+        }));
+    }
+    bounded("400 permit acquisitions", Duration::from_secs(60), async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    })
+    .await;
+    let peak = peak.load(Ordering::SeqCst);
+    assert!(peak <= 3, "{peak} permits out of 3 were held at once");
+    assert!(peak >= 2, "the test never overlapped holders (peak {peak})");
+}
+
+/// `acquire_many`, `release_many`, `available`, and the limits on counts.
+pub async fn many_and_available(store: &Store) {
+    let name = unique("sem-many");
+    let (a, b) = (store.client().await, store.client().await);
+    let sem = a.semaphore(&name, 5);
+    let mut p = sem.acquire_many(3).await.unwrap();
+    assert_eq!(p.count(), 3);
+    assert_eq!(sem.available().await.unwrap(), 2);
+    assert!(b.semaphore(&name, 5).try_acquire_many(3).await.unwrap().is_none());
+    let e = p.release_many(4).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    p.release_many(2).await.unwrap();
+    assert_eq!(p.count(), 1);
+    assert_eq!(sem.available().await.unwrap(), 4);
+    let q = b.semaphore(&name, 5).try_acquire_many(4).await.unwrap().expect("4 free");
+    assert!(q.token() > p.token());
+    p.release().await.unwrap();
+    q.release().await.unwrap();
+    assert_eq!(sem.available().await.unwrap(), 5);
+}
+
+/// Permits of a holder whose watchdog stopped come back when its lease ends.
+pub async fn crashed_permits_return(store: &Store) {
+    let name = unique("sem-crash");
+    let url = store.url.clone();
+    let n = name.clone();
+    let granted = std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let c = baton::Client::connect(&url).await.unwrap();
+            let sem = c.semaphore_with(&n, 2, LockOptions::new().lease(Duration::from_secs(1)));
+            std::mem::forget(sem.acquire_many(2).await.unwrap());
+            std::mem::forget(c);
+        });
+        Instant::now()
+    })
+    .join()
+    .unwrap();
+    let b = store.client().await;
+    assert!(b.semaphore(&name, 2).try_acquire().await.unwrap().is_none());
+    let p = bounded("permits return", Duration::from_secs(10), b.semaphore(&name, 2).acquire_many(2)).await.unwrap();
+    // Lease 1 s, plus the waiter's re-check and a loaded machine.
+    assert!(granted.elapsed() < Duration::from_millis(2900), "{:?}", granted.elapsed());
+    p.release().await.unwrap();
+}

@@ -6,7 +6,7 @@
 //! runtime (a GC finalizer, a JVM cleaner).
 
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinHandle;
@@ -32,19 +32,65 @@ impl Rt {
     }
 }
 
+/// The shared runtime, or null before first use and in a forked child.
+static GLOBAL: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+/// Bumped in every forked child: clients from before the fork belong to the parent.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
 /// The shared runtime: built on first use, multi-threaded, at most 4 workers named
-/// `baton-rt`.
+/// `baton-rt`. After `fork()` the child builds a fresh one (the parent's worker threads
+/// do not exist there; the old runtime is leaked, as lancedb does), so Python's
+/// `multiprocessing` with the fork start method works.
+///
+/// # Panics
+/// If the OS refuses to start threads.
 pub fn global() -> &'static Runtime {
-    static RT: OnceLock<Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .thread_name("baton-rt")
-            .enable_all()
-            .build()
-            .expect("cannot start baton's runtime: the OS refused threads")
-    })
+    let p = GLOBAL.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: set only from `Box::leak`ed runtimes, which are never freed.
+        return unsafe { &*p };
+    }
+    #[cfg(unix)]
+    register_fork_hook();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("baton-rt")
+        .enable_all()
+        .build()
+        .expect("cannot start baton's runtime: the OS refused threads");
+    let fresh = Box::into_raw(Box::new(rt));
+    match GLOBAL.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just leaked above.
+        Ok(_) => unsafe { &*fresh },
+        Err(winner) => {
+            // Another thread built one first: stop ours without blocking (this may run
+            // inside an async context, where dropping a runtime would panic).
+            // SAFETY: `fresh` came from Box::into_raw and was never shared.
+            unsafe { Box::from_raw(fresh) }.shutdown_background();
+            // SAFETY: as above, runtimes in GLOBAL are never freed.
+            unsafe { &*winner }
+        }
+    }
+}
+
+/// How many forks separate this process from the one that started (0 in the original).
+pub(crate) fn fork_generation() -> u64 {
+    FORK_GENERATION.load(Ordering::Acquire)
+}
+
+#[cfg(unix)]
+fn register_fork_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn in_child() {
+        // Only atomics here: the child of a multi-threaded process may not allocate.
+        GLOBAL.store(std::ptr::null_mut(), Ordering::Release);
+        FORK_GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
+    // SAFETY: registers a handler that only touches atomics.
+    ONCE.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(in_child));
+    });
 }
 
 /// Runs `fut` on the shared runtime and awaits it from any executor. Dropping the returned
@@ -81,5 +127,52 @@ pub(crate) struct AbortOnDrop<T>(pub(crate) JoinHandle<T>);
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use crate::{Client, ErrorKind};
+
+    /// After fork() the child gets a working runtime of its own, and a client made
+    /// before the fork reports `Closed` there instead of hanging on the parent's threads.
+    #[test]
+    fn forked_child_gets_a_fresh_runtime() {
+        let client = super::global().block_on(Client::connect("memory://fork-parent")).unwrap();
+        // SAFETY: the child only runs baton code and then `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                super::global().block_on(async {
+                    let e = client.lock("x").try_acquire().await.unwrap_err();
+                    assert_eq!(e.kind(), ErrorKind::Closed);
+                    let fresh = Client::connect("memory://fork-child").await.unwrap();
+                    fresh.lock("x").acquire().await.unwrap().release().await.unwrap();
+                })
+            }))
+            .is_ok();
+            // SAFETY: leaves the child without running the parent's test harness.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        // Bounded wait: a hung child (the bug this guards against) is killed after 20 s.
+        let started = Instant::now();
+        let mut status = 0;
+        loop {
+            // SAFETY: plain waitpid on our own child.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                // SAFETY: killing our own child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("the forked child hung");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child failed: status {status}");
     }
 }

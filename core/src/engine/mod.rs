@@ -40,6 +40,8 @@ pub(crate) struct Ctx {
     pub(crate) defaults: Lease,
     pub(crate) prefix: String,
     closed: CancellationToken,
+    /// `rt::fork_generation()` when the client was made: a forked child may not use it.
+    fork_generation: u64,
     renewer: Arc<renewer::Renewer>,
     live: Mutex<HashMap<u64, Weak<Held>>>,
     next_live: AtomicU64,
@@ -57,13 +59,24 @@ impl Ctx {
             defaults,
             prefix,
             closed: CancellationToken::new(),
+            fork_generation: crate::rt::fork_generation(),
             live: Mutex::default(),
             next_live: AtomicU64::new(1),
         }
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.closed.is_cancelled() { Err(Error::closed()) } else { Ok(()) }
+        if self.closed.is_cancelled() {
+            return Err(Error::closed());
+        }
+        if self.fork_generation != crate::rt::fork_generation() {
+            // Its leases, connections and tasks belong to the parent process.
+            return Err(Error::new(
+                crate::ErrorKind::Closed,
+                "this client was created before fork(): connect again in the child process",
+            ));
+        }
+        Ok(())
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -42,6 +42,7 @@ mod inspect;
 mod latch;
 mod lock;
 mod name;
+mod observe;
 mod options;
 mod owner;
 pub mod rt;

@@ -82,7 +82,7 @@ impl Grant {
             self.held.extended(sent, lease);
             Ok(())
         } else {
-            self.held.lost.cancel();
+            self.held.mark_lost();
             Err(lost(&self.held))
         }
     }
@@ -105,11 +105,12 @@ async fn release(slot: Arc<Slot>, held: Arc<Held>, count: u32) -> Result<Release
     match out {
         Ok(Released::StillHeld(n)) => Ok(Released::StillHeld(n)),
         Ok(Released::Freed) => {
+            crate::observe::released(&held.key, held.granted_at.elapsed());
             slot.detach(&held);
             Ok(Released::Freed)
         }
         Ok(Released::NotHeld) => {
-            held.lost.cancel();
+            held.mark_lost();
             slot.detach(&held);
             Err(lost(&held))
         }

@@ -19,6 +19,7 @@ pub(crate) fn start_ttl(
     backend: Arc<dyn Backend>,
     key: Key,
     holder: String,
+    token: crate::FencingToken,
     deadline: watch::Sender<Instant>,
     lost: CancellationToken,
 ) -> AbortOnDrop<()> {
@@ -33,7 +34,7 @@ pub(crate) fn start_ttl(
                 None => break,
             }
         }
-        lost.cancel();
+        super::mark_lost(&key, token, &lost);
     }))
 }
 

@@ -30,6 +30,14 @@ use crate::rt::{AbortOnDrop, Rt};
 use crate::state::Mode;
 use crate::url::StoreUrl;
 
+/// Fires `lost` once, recording the loss.
+pub(crate) fn mark_lost(key: &Key, token: FencingToken, lost: &CancellationToken) {
+    if !lost.is_cancelled() {
+        lost.cancel();
+        crate::observe::lost(key, token.get());
+    }
+}
+
 /// What every handle of one client shares: the store, the runtime, the identity.
 #[derive(Debug)]
 pub(crate) struct Ctx {
@@ -155,7 +163,7 @@ impl Slot {
                 return h.clone();
             }
             // A fresh grant while we thought we held: the old lease was lost.
-            h.lost.cancel();
+            h.mark_lost();
             h.stop();
         }
         let held = Held::start(self, FencingToken::new(token), started);
@@ -182,6 +190,8 @@ pub(crate) struct Held {
     pub(crate) holder: String,
     pub(crate) token: FencingToken,
     pub(crate) lost: CancellationToken,
+    /// When the grant was requested (for hold-time metrics).
+    pub(crate) granted_at: Instant,
     deadline: watch::Sender<Instant>,
     /// The ttl timer (explicit-ttl grants only).
     timer: Mutex<Option<AbortOnDrop<()>>>,
@@ -200,6 +210,7 @@ impl Held {
                 spec.ctx.backend.clone(),
                 spec.key.clone(),
                 spec.holder.clone(),
+                token,
                 deadline.clone(),
                 lost.clone(),
             )),
@@ -210,6 +221,7 @@ impl Held {
             holder: spec.holder.clone(),
             token,
             lost,
+            granted_at: started,
             deadline,
             timer: Mutex::new(timer),
             renewer: spec.ctx.renewer.clone(),
@@ -220,6 +232,11 @@ impl Held {
         }
         spec.ctx.track(&held);
         held
+    }
+
+    /// Fires the lost signal (once).
+    pub(crate) fn mark_lost(&self) {
+        mark_lost(&self.key, self.token, &self.lost);
     }
 
     /// Stops renewing (the store side is handled by the caller).

@@ -118,6 +118,8 @@ async fn renew(shared: &Shared, backend: &dyn Backend, mut due: Vec<Due>) {
             Ok(Ok(v)) if v.len() == items.len() => Some(v),
             _ => None,
         };
+        let renewed = out.as_ref().map_or(0, |v| v.iter().filter(|ok| **ok).count());
+        crate::observe::renewals(renewed, chunk.len() - renewed);
         let mut entries = shared.entries.lock().unwrap_or_else(|p| p.into_inner());
         for (i, d) in chunk.iter().enumerate() {
             let Some(e) = entries.get_mut(&d.id) else { continue };
@@ -127,11 +129,11 @@ async fn renew(shared: &Shared, backend: &dyn Backend, mut due: Vec<Due>) {
                     e.due = sent + d.period;
                 }
                 Some(false) => {
-                    d.held.lost.cancel();
+                    d.held.mark_lost();
                     entries.remove(&d.id);
                 }
                 None if Instant::now() >= d.held.deadline() => {
-                    d.held.lost.cancel();
+                    d.held.mark_lost();
                     entries.remove(&d.id);
                 }
                 // Failed but the lease may still stand: retry sooner than a full period.

@@ -51,6 +51,7 @@ pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant
     };
     let mut place = queued.then(|| QueuePlace::new(slot));
     let mut sub = None;
+    let first = Instant::now();
     loop {
         let started = Instant::now();
         let attempt = attempt(slot, &req).await?;
@@ -60,6 +61,7 @@ pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant
                     p.armed = false;
                 }
                 let held = slot.on_granted(token, fresh, started);
+                crate::observe::acquired(&spec.key, first.elapsed(), token);
                 let n = if matches!(spec.mode, Mode::Permits { .. }) { count } else { 1 };
                 return Ok(Some(Grant::new(slot.clone(), held, n)));
             }
@@ -75,6 +77,7 @@ pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant
                 p.armed = false;
                 let _ = spec.ctx.backend.leave_queue(&spec.key, &spec.holder).await;
             }
+            crate::observe::timed_out(&spec.key, first.elapsed());
             return Err(Error::timeout(format!("timed out waiting for {}", spec.key)));
         }
         let Some(s) = sub.as_mut() else {

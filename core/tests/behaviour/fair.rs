@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton::LockOptions;
 use tokio::sync::Mutex;
 
-use super::{Store, bounded, unique};
+use super::{Store, bounded, stalled, unique};
 
 /// Waits until the lock's queue has `n` waiters.
 async fn queue_len(store: &Store, client: &baton::Client, name: &str, n: usize) {
@@ -55,29 +55,19 @@ pub async fn vanished_waiter_is_skipped(store: &Store) {
     let g = a.fair_lock(&name).acquire().await.unwrap();
     // The first waiter's runtime shuts down while it waits, as a process that dies: its
     // future is dropped with no runtime left to tell the store, so its place stays.
-    let url = store.url.clone();
-    let n = name.clone();
-    let o = opts.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async {
-            let c = baton::Client::connect(&url).await.unwrap();
-            let waiter = c.clone();
-            let (n2, o2) = (n.clone(), o.clone());
-            tokio::spawn(async move {
-                let _ = waiter.fair_lock_with(&n2, o2).acquire().await;
-            });
-            bounded("first waiter queued", Duration::from_secs(5), async {
-                while c.fair_lock(&n).inspect().await.unwrap().waiters.is_empty() {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            })
-            .await;
+    let (n, o) = (name.clone(), opts.clone());
+    stalled(&store.url, |c| async move {
+        let (waiter, n2) = (c.clone(), n.clone());
+        tokio::spawn(async move {
+            let _ = waiter.fair_lock_with(&n2, o).acquire().await;
         });
-        drop(rt);
-    })
-    .join()
-    .unwrap();
+        bounded("first waiter queued", Duration::from_secs(5), async {
+            while c.fair_lock(&n).inspect().await.unwrap().waiters.is_empty() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+    });
     assert_eq!(a.fair_lock(&name).inspect().await.unwrap().waiters.len(), 1, "the dead waiter's place stays");
     let b = store.client().await;
     let second = tokio::spawn({

@@ -8,7 +8,7 @@ use baton::{ErrorKind, LockOptions};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::{Store, bounded, unique};
+use super::{Store, bounded, stalled, unique};
 
 /// 16 tasks × 200 acquisitions guard a non-atomic read-modify-write: no update is lost,
 /// and tokens strictly increase in grant order.
@@ -160,21 +160,12 @@ pub async fn watchdog_keeps_lock(store: &Store) {
 /// blocks others no longer than its lease.
 pub async fn stalled_holder_frees(store: &Store) {
     let name = unique("stalled");
-    let url = store.url.clone();
     let n = name.clone();
-    let granted = std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async {
-            let c = baton::Client::connect(&url).await.unwrap();
-            let g = c.lock_with(&n, LockOptions::new().lease(Duration::from_secs(1))).acquire().await.unwrap();
-            std::mem::forget(g);
-            std::mem::forget(c);
-        });
-        Instant::now()
-        // The runtime drops here: no renewal, no release.
-    })
-    .join()
-    .unwrap();
+    let granted = stalled(&store.url, |c| async move {
+        let g = c.lock_with(&n, LockOptions::new().lease(Duration::from_secs(1))).acquire().await.unwrap();
+        std::mem::forget(g);
+        std::mem::forget(c);
+    });
     let b = store.client().await;
     assert!(b.lock(&name).try_acquire().await.unwrap().is_none());
     let g = bounded("acquire after a stalled holder", Duration::from_secs(10), b.lock(&name).acquire()).await.unwrap();

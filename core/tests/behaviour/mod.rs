@@ -44,6 +44,28 @@ pub async fn bounded<T>(what: &str, limit: Duration, fut: impl Future<Output = T
     }
 }
 
+/// Runs `f` with a fresh client on a runtime of its own, on another thread, then shuts
+/// that runtime down: whatever `f` left held is neither renewed nor released, as with a
+/// process that froze or died. Returns when the runtime is gone.
+pub fn stalled<F, Fut>(url: &str, f: F) -> tokio::time::Instant
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let c = Client::connect(&url).await.unwrap();
+            f(c).await;
+        });
+        drop(rt);
+        tokio::time::Instant::now()
+    })
+    .join()
+    .unwrap()
+}
+
 /// Expands into one `#[tokio::test]` per check, for the store the path `$make` (a
 /// `fn() -> Store`) returns.
 #[macro_export]

@@ -5,9 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use baton::{ErrorKind, LockOptions};
-use tokio::time::Instant;
 
-use super::{Store, bounded, unique};
+use super::{Store, bounded, stalled, unique};
 
 /// 8 tasks × 50 acquisitions of a 3-permit semaphore: never more than 3 inside.
 pub async fn never_more_than_permits(store: &Store) {
@@ -65,20 +64,12 @@ pub async fn many_and_available(store: &Store) {
 /// Permits of a holder whose watchdog stopped come back when its lease ends.
 pub async fn crashed_permits_return(store: &Store) {
     let name = unique("sem-crash");
-    let url = store.url.clone();
     let n = name.clone();
-    let granted = std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async {
-            let c = baton::Client::connect(&url).await.unwrap();
-            let sem = c.semaphore_with(&n, 2, LockOptions::new().lease(Duration::from_secs(1)));
-            std::mem::forget(sem.acquire_many(2).await.unwrap());
-            std::mem::forget(c);
-        });
-        Instant::now()
-    })
-    .join()
-    .unwrap();
+    let granted = stalled(&store.url, |c| async move {
+        let sem = c.semaphore_with(&n, 2, LockOptions::new().lease(Duration::from_secs(1)));
+        std::mem::forget(sem.acquire_many(2).await.unwrap());
+        std::mem::forget(c);
+    });
     let b = store.client().await;
     assert!(b.semaphore(&name, 2).try_acquire().await.unwrap().is_none());
     let p = bounded("permits return", Duration::from_secs(10), b.semaphore(&name, 2).acquire_many(2)).await.unwrap();

@@ -111,16 +111,38 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<Attempt> {
     let spec = &slot.spec;
     let (tx, rx) = oneshot::channel();
     let backend: Arc<dyn Backend> = spec.ctx.backend.clone();
-    let (key, req) = (spec.key.clone(), req.clone());
+    let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
     spec.ctx.rt.spawn(async move {
         let out = backend.acquire(&key, &req).await;
-        if let Err(Ok(Attempt::Granted { .. })) = tx.send(out) {
-            // Give back exactly the hold this attempt took (a re-entry adds one).
-            let n = if matches!(req.mode, Mode::Permits { .. }) { u32::MAX } else { 1 };
-            let _ = backend.release(&key, &req.holder, n).await;
-        }
+        // If the caller is gone, the answer is dropped here or, when the caller went away
+        // after the send but before reading, together with the receiver: either way
+        // `Answer::drop` gives the grant back.
+        let _ = tx.send(Answer { out: Some(out), backend, key, req, rt });
     });
-    rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?
+    let mut answer = rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?;
+    answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))
+}
+
+/// A store's answer to an attempt; gives back a grant nobody took out of it.
+struct Answer {
+    out: Option<Result<Attempt>>,
+    backend: Arc<dyn Backend>,
+    key: Key,
+    req: Request,
+    rt: crate::rt::Rt,
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        if let Some(Ok(Attempt::Granted { .. })) = self.out {
+            // Exactly the hold this attempt took (a re-entry added one).
+            let n = if matches!(self.req.mode, Mode::Permits { .. }) { u32::MAX } else { 1 };
+            let (b, k, h) = (self.backend.clone(), self.key.clone(), self.req.holder.clone());
+            self.rt.spawn(async move {
+                let _ = b.release(&k, &h, n).await;
+            });
+        }
+    }
 }
 
 /// A queue place that is given up if the waiter goes away before being granted.

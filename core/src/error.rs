@@ -136,7 +136,7 @@ impl Error {
         Error::new(ErrorKind::LockLost, msg)
     }
     // Network stores use it; a memory-only build has none.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")), allow(dead_code))]
     pub(crate) fn connection(msg: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::Connection, msg)
     }

@@ -1,16 +1,11 @@
-//! The behaviour suite on `sqlite://` (one database file per test), plus what only a
-//! store shared across processes can show: a SIGKILLed holder.
+//! The behaviour suite on `sqlite://` (one database file per test), the cross-process
+//! checks, and SQLite's own: tokens survive a reopen, unwritable paths.
 #![cfg(feature = "sqlite")]
 
 mod behaviour;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
-use baton::{Client, ErrorKind, LockOptions};
-use behaviour::{Store, bounded, unique};
-use tokio::time::Instant;
+use baton::{Client, ErrorKind};
+use behaviour::{Store, unique};
 
 fn store() -> Store {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -19,51 +14,7 @@ fn store() -> Store {
 }
 
 behaviour_suite!(crate::store);
-
-/// A child process (this test binary, re-executed) holds a lock with a 2 s watchdog lease
-/// and is SIGKILLed; another process's client gets the lock within lease + 1 s.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_holder_process_frees_within_lease() {
-    let store = store();
-    let name = unique("killed");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_holder", "--nocapture", "--test-threads=1"])
-        .env("BATON_CHILD_URL", &store.url)
-        .env("BATON_CHILD_NAME", &name)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let ready = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout).lines().map_while(Result::ok).any(|l| l.contains("BATON-CHILD-READY"))
-    });
-    assert!(bounded("child holds the lock", Duration::from_secs(30), ready).await.unwrap());
-    let c = Client::connect(&store.url).await.unwrap();
-    assert!(c.lock(&name).try_acquire().await.unwrap().is_none(), "the child holds it");
-    child.kill().unwrap();
-    let killed = Instant::now();
-    child.wait().unwrap();
-    let g = bounded("acquire after SIGKILL", Duration::from_secs(10), c.lock(&name).acquire()).await.unwrap();
-    // Lease 2 s (not renewed after the kill) + at most 1 s for the waiter to re-check.
-    assert!(killed.elapsed() < Duration::from_secs(3), "took {:?}", killed.elapsed());
-    g.release().await.unwrap();
-}
-
-/// The child side of the test above; does nothing unless started by it.
-#[tokio::test]
-async fn child_holder() {
-    let (Ok(url), Ok(name)) = (std::env::var("BATON_CHILD_URL"), std::env::var("BATON_CHILD_NAME")) else {
-        return;
-    };
-    let c = Client::connect(&url).await.unwrap();
-    let g = c.lock_with(&name, LockOptions::new().lease(Duration::from_secs(2))).acquire().await.unwrap();
-    // libtest prints "test child_holder ... " without a newline first: match a marker.
-    println!("BATON-CHILD-READY");
-    // Killed by the parent long before this ends; bounded in case the parent dies.
-    tokio::time::sleep(Duration::from_secs(120)).await;
-    drop(g);
-}
+cross_process_suite!(crate::store);
 
 /// Tokens survive closing every client and reopening the file.
 #[tokio::test]

@@ -8,4 +8,9 @@ suite_lint() {
     step "cargo clippy -D warnings" 30m cargo clippy --workspace "${ex[@]}" --all-targets --all-features -- -D warnings
     # The smallest build (memory:// only, what wasm will use) must compile cleanly too.
     step "cargo clippy (no default features)" 15m cargo clippy -p baton --no-default-features -- -D warnings
+    # Each store feature alone (cargo-hack's --each-feature, without the extra tool).
+    local f
+    for f in sqlite postgres mysql; do
+        step "cargo clippy (only $f)" 15m cargo clippy -p baton --no-default-features --features "$f" -- -D warnings
+    done
 }

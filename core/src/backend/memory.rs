@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::stateful::{Op, StateStore};
-use super::{Key, Subscription};
+use super::{Key, Subscription, WatchSub};
 use crate::error::{Error, Result};
 use crate::state::KeyState;
 use crate::url::StoreUrl;
@@ -104,20 +104,6 @@ impl StateStore for Memory {
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-        Ok(Box::new(MemorySub { rx: self.with_entry(key, |e| e.version.subscribe()) }))
-    }
-}
-
-struct MemorySub {
-    rx: watch::Receiver<u64>,
-}
-
-#[async_trait]
-impl Subscription for MemorySub {
-    async fn changed(&mut self, until: Instant) -> Result<()> {
-        // Sender lives in the map entry, which is never removed: `changed` cannot fail
-        // while the store lives; treat an error as a spurious wake-up.
-        let _ = tokio::time::timeout_at(until, self.rx.changed()).await;
-        Ok(())
+        Ok(Box::new(WatchSub(self.with_entry(key, |e| e.version.subscribe()))))
     }
 }

@@ -2,9 +2,11 @@
 //! reentrancy bookkeeping, timeouts and fencing bookkeeping live in `engine`, once.
 
 pub(crate) mod memory;
-#[cfg(feature = "sqlite")]
-mod sqlite;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+mod sql;
 mod stateful;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+mod wakes;
 
 use std::fmt;
 use std::sync::Arc;
@@ -29,6 +31,11 @@ pub(crate) enum Family {
 }
 
 impl Family {
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn from_name(s: &str) -> Option<Family> {
+        [Family::Lock, Family::RwLock, Family::Semaphore, Family::Latch].into_iter().find(|f| f.as_str() == s)
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Family::Lock => "lock",
@@ -59,6 +66,20 @@ pub(crate) trait Subscription: Send {
     /// Returns when the key may have changed, or at `until`, whichever is first.
     /// Spurious returns are allowed: the engine always re-checks with an attempt.
     async fn changed(&mut self, until: Instant) -> Result<()>;
+}
+
+/// A subscription fed by a local counter that every relevant change bumps (in-process
+/// stores, and stores whose server notifications a listener task turns into bumps).
+pub(crate) struct WatchSub(pub(crate) tokio::sync::watch::Receiver<u64>);
+
+#[async_trait]
+impl Subscription for WatchSub {
+    async fn changed(&mut self, until: Instant) -> Result<()> {
+        // The sender outlives every subscription; an error would only mean a spurious
+        // wake-up, which the engine tolerates.
+        let _ = tokio::time::timeout_at(until, self.0.changed()).await;
+        Ok(())
+    }
 }
 
 /// What a store must provide.
@@ -147,7 +168,11 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
     match url.scheme() {
         "memory" => Ok(Arc::new(memory::Memory::open(url)?)),
         #[cfg(feature = "sqlite")]
-        "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(url).await?)),
+        "sqlite" => Ok(Arc::new(sql::sqlite::Sqlite::open(url).await?)),
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => Ok(Arc::new(sql::postgres::Postgres::open(url).await?)),
+        #[cfg(feature = "mysql")]
+        "mysql" => Ok(Arc::new(sql::mysql::Mysql::open(url).await?)),
         s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
             Some((_, feature)) => Err(Error::unsupported(format!(
                 "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"

@@ -2,7 +2,7 @@
 //! signal, re-entrant holds per handle, background release, cancellation safety.
 
 // Only stores that cannot announce changes poll; a memory-only build has none.
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "sqlite", feature = "mysql")), allow(dead_code))]
 pub(crate) mod backoff;
 mod grant;
 mod lease;

@@ -4,6 +4,7 @@
 // Shared by several test crates, each using part of it.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod crash;
 pub mod errors;
 pub mod fair;
 pub mod latch;
@@ -64,6 +65,24 @@ where
     })
     .join()
     .unwrap()
+}
+
+/// Expands into the checks only a store shared across processes can run (a SIGKILLed
+/// holder process), for the store the path `$make` returns.
+#[macro_export]
+macro_rules! cross_process_suite {
+    ($make:path) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn killed_holder_process_frees_within_lease() {
+            $crate::behaviour::crash::killed_holder_process_frees(&$make()).await;
+        }
+
+        /// The child side of `killed_holder_process_frees_within_lease`.
+        #[tokio::test]
+        async fn child_holder() {
+            $crate::behaviour::crash::child_holder().await;
+        }
+    };
 }
 
 /// Expands into one `#[tokio::test]` per check, for the store the path `$make` (a

@@ -7,22 +7,20 @@
 //! Leases use this machine's wall clock (the "server" clock of an embedded store), so a
 //! large clock jump shortens or lengthens live leases.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use tokio::sync::watch;
-use tokio::time::{Instant, sleep_until};
 
-use super::stateful::{Op, StateStore};
-use super::{COMMON_OPTIONS, Key, Subscription};
-use crate::engine::backoff::Backoff;
+use super::{decode, driver_error, step};
+use crate::backend::stateful::{Op, StateStore};
+use crate::backend::wakes::{PollSub, VersionSource, Wakes};
+use crate::backend::{COMMON_OPTIONS, Key, Subscription};
 use crate::error::{Error, Result};
-use crate::state::{self, KeyState};
+use crate::state::KeyState;
 use crate::url::StoreUrl;
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
@@ -33,45 +31,18 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
     PRIMARY KEY (family, name)
 ) WITHOUT ROWID";
 
-/// Polling bounds for cross-process waiters: the first re-check comes fast (a release
-/// usually follows soon), later ones at most every 50 ms.
-const POLL_MIN: Duration = Duration::from_millis(2);
-const POLL_MAX: Duration = Duration::from_millis(50);
-
-/// What the clients of one file in this process share: wake-ups, and a write gate.
-#[derive(Debug, Default)]
-struct Local {
-    keys: Mutex<HashMap<Key, watch::Sender<u64>>>,
-    /// Writers of this process queue here instead of inside SQLite's busy handler, whose
-    /// sleeps (up to 100 ms) turned pool-internal collisions into latency spikes.
-    write: tokio::sync::Mutex<()>,
-}
-
-impl Local {
-    fn for_path(path: &Path) -> Arc<Local> {
-        static REG: OnceLock<Mutex<HashMap<PathBuf, Weak<Local>>>> = OnceLock::new();
-        let mut reg = REG.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-        reg.retain(|_, w| w.strong_count() > 0);
-        if let Some(l) = reg.get(path).and_then(Weak::upgrade) {
-            return l;
-        }
-        let l = Arc::new(Local::default());
-        reg.insert(path.to_owned(), Arc::downgrade(&l));
-        l
-    }
-
-    fn sender<R>(&self, key: &Key, f: impl FnOnce(&watch::Sender<u64>) -> R) -> R {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        f(keys.entry(key.clone()).or_insert_with(|| watch::Sender::new(0)))
-    }
-}
-
 /// The SQLite store.
 #[derive(Debug)]
 pub(crate) struct Sqlite {
+    db: Arc<Db>,
+    wakes: Arc<Wakes>,
+}
+
+/// The connection pool; also the version source of subscriptions.
+#[derive(Debug)]
+struct Db {
     pool: SqlitePool,
     path: String,
-    local: Arc<Local>,
 }
 
 impl Sqlite {
@@ -105,15 +76,14 @@ impl Sqlite {
             .map_err(|e| open_error(&path, e))?;
         sqlx::query(SCHEMA).execute(&pool).await.map_err(|e| open_error(&path, e))?;
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(&path));
-        Ok(Sqlite { pool, local: Local::for_path(&canonical), path })
+        let wakes = Wakes::for_store(&format!("sqlite:{}", canonical.display()));
+        Ok(Sqlite { db: Arc::new(Db { pool, path }), wakes })
     }
+}
 
+impl Db {
     fn err(&self, e: sqlx::Error) -> Error {
-        let msg = format!("SQLite {}: {e}", self.path);
-        match e {
-            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => Error::connection(msg),
-            other => Error::backend(msg).with_source(other),
-        }
+        driver_error(&format!("SQLite {}", self.path), e)
     }
 }
 
@@ -126,36 +96,37 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn decode(json: Option<String>) -> Result<KeyState> {
-    match json {
-        None => Ok(KeyState::default()),
-        Some(s) => {
-            serde_json::from_str(&s).map_err(|e| Error::backend(format!("corrupt baton_state row: {e}")).with_source(e))
-        }
+#[async_trait]
+impl VersionSource for Db {
+    async fn version(&self, key: &Key) -> Result<i64> {
+        let v: Option<i64> = sqlx::query_scalar("SELECT version FROM baton_state WHERE family = ? AND name = ?")
+            .bind(key.family.as_str())
+            .bind(&key.name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(v.unwrap_or(0))
     }
 }
 
 #[async_trait]
 impl StateStore for Sqlite {
     async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
+        let db = &self.db;
+        let _gate = self.wakes.write.lock().await;
         // IMMEDIATE takes the write lock up front: two deferred readers upgrading to
         // writers would otherwise fail with SQLITE_BUSY instead of waiting.
-        let _gate = self.local.write.lock().await;
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| self.err(e))?;
+        let mut tx = db.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| db.err(e))?;
         let row: Option<(String, i64)> =
             sqlx::query_as("SELECT state, version FROM baton_state WHERE family = ? AND name = ?")
                 .bind(key.family.as_str())
                 .bind(&key.name)
                 .fetch_optional(&mut *tx)
                 .await
-                .map_err(|e| self.err(e))?;
+                .map_err(|e| db.err(e))?;
         let (json, version) = row.map_or((None, 0), |(s, v)| (Some(s), v));
-        let before = decode(json)?;
-        let mut after = before.clone();
-        let out = f(&mut after, now_ms());
-        let wakes = state::frees(&before, &after);
-        if after != before {
-            let json = serde_json::to_string(&after).map_err(|e| Error::backend(e.to_string()))?;
+        let step = step(json.as_deref(), version, now_ms(), f)?;
+        if let Some(json) = step.write {
             sqlx::query(
                 "INSERT INTO baton_state (family, name, state, version) VALUES (?, ?, ?, ?)
                  ON CONFLICT (family, name) DO UPDATE SET state = excluded.state, version = excluded.version",
@@ -163,94 +134,35 @@ impl StateStore for Sqlite {
             .bind(key.family.as_str())
             .bind(&key.name)
             .bind(json)
-            .bind(if wakes { version + 1 } else { version })
+            .bind(step.version)
             .execute(&mut *tx)
             .await
-            .map_err(|e| self.err(e))?;
+            .map_err(|e| db.err(e))?;
         }
-        tx.commit().await.map_err(|e| self.err(e))?;
-        if wakes {
-            self.local.sender(key, |s| s.send_modify(|v| *v += 1));
+        tx.commit().await.map_err(|e| db.err(e))?;
+        if step.wakes {
+            self.wakes.notify(key);
         }
-        Ok(out)
+        Ok(step.out)
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
+        let db = &self.db;
         let json: Option<String> = sqlx::query_scalar("SELECT state FROM baton_state WHERE family = ? AND name = ?")
             .bind(key.family.as_str())
             .bind(&key.name)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&db.pool)
             .await
-            .map_err(|e| self.err(e))?;
-        Ok((decode(json)?, now_ms()))
+            .map_err(|e| db.err(e))?;
+        Ok((decode(json.as_deref())?, now_ms()))
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-        let rx = self.local.sender(key, watch::Sender::subscribe);
-        let mut sub = SqliteSub {
-            pool: self.pool.clone(),
-            key: key.clone(),
-            seen: 0,
-            rx,
-            backoff: Backoff::new(POLL_MIN, POLL_MAX),
-            path: self.path.clone(),
-        };
-        sub.seen = sub.version().await?;
-        Ok(Box::new(sub))
+        Ok(Box::new(PollSub::start(self.db.clone(), &self.wakes, key).await?))
     }
 
     async fn close(&self) {
-        self.pool.close().await;
-    }
-}
-
-struct SqliteSub {
-    pool: SqlitePool,
-    key: Key,
-    seen: i64,
-    rx: watch::Receiver<u64>,
-    backoff: Backoff,
-    path: String,
-}
-
-impl SqliteSub {
-    async fn version(&self) -> Result<i64> {
-        let v: Option<i64> = sqlx::query_scalar("SELECT version FROM baton_state WHERE family = ? AND name = ?")
-            .bind(self.key.family.as_str())
-            .bind(&self.key.name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| Error::connection(format!("SQLite {}: {e}", self.path)))?;
-        Ok(v.unwrap_or(0))
-    }
-}
-
-#[async_trait]
-impl Subscription for SqliteSub {
-    async fn changed(&mut self, until: Instant) -> Result<()> {
-        loop {
-            let v = self.version().await?;
-            if v != self.seen {
-                self.seen = v;
-                self.backoff.reset();
-                return Ok(());
-            }
-            let wake = until.min(Instant::now() + self.backoff.next_delay());
-            tokio::select! {
-                r = self.rx.changed() => {
-                    if r.is_ok() {
-                        self.backoff.reset();
-                        return Ok(());
-                    }
-                    // The local sender lives as long as the store: fall back to polling.
-                    sleep_until(wake).await;
-                }
-                _ = sleep_until(wake) => {}
-            }
-            if Instant::now() >= until {
-                return Ok(());
-            }
-        }
+        self.db.pool.close().await;
     }
 }
 

@@ -1,0 +1,173 @@
+//! `mysql://user:password@host:port/db` (MySQL or MariaDB): each step is one InnoDB
+//! transaction that locks the key's row (`SELECT … FOR UPDATE`) and runs the shared rules
+//! of `crate::state` on the server's clock. MySQL has no notifications, so waiters in other
+//! processes poll the key's version (capped, jittered backoff); this process's waiters
+//! are woken at once. Names are stored as bytes (`VARBINARY`), so no collation can make
+//! two different names one.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
+
+use super::{decode, driver_error, driver_url, step};
+use crate::backend::stateful::{Op, StateStore};
+use crate::backend::wakes::{PollSub, VersionSource, Wakes};
+use crate::backend::{COMMON_OPTIONS, Key, Subscription};
+use crate::error::{Error, Result};
+use crate::state::KeyState;
+use crate::url::StoreUrl;
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
+    family  VARCHAR(16)    NOT NULL,
+    name    VARBINARY(255) NOT NULL,
+    state   LONGTEXT       NOT NULL,
+    version BIGINT         NOT NULL DEFAULT 0,
+    PRIMARY KEY (family, name)
+) ENGINE = InnoDB";
+/// The server's clock in milliseconds since the Unix epoch.
+const NOW_MS: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
+/// Deadlocks (1213) and lock wait timeouts (1205) between first inserts of one key are
+/// retried this many times.
+const RETRIES: usize = 5;
+
+/// The MySQL store.
+#[derive(Debug)]
+pub(crate) struct Mysql {
+    db: Arc<Db>,
+    wakes: Arc<Wakes>,
+}
+
+#[derive(Debug)]
+struct Db {
+    pool: MySqlPool,
+    store: String,
+}
+
+impl Mysql {
+    pub(crate) async fn open(url: &StoreUrl) -> Result<Mysql> {
+        url.check_options(COMMON_OPTIONS)?;
+        let store = format!("MySQL {url}");
+        let pool = MySqlPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(&driver_url("mysql", url))
+            .await
+            .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;
+        sqlx::query(SCHEMA).execute(&pool).await.map_err(|e| driver_error(&store, e))?;
+        Ok(Mysql { db: Arc::new(Db { pool, store }), wakes: Wakes::for_store(&format!("mysql:{url}")) })
+    }
+}
+
+impl Db {
+    fn err(&self, e: sqlx::Error) -> Error {
+        driver_error(&self.store, e)
+    }
+
+    /// One attempt at a step; `Err(Ok(e))` is worth retrying (deadlock, lock timeout).
+    async fn try_update<R>(
+        &self,
+        key: &Key,
+        f: &mut Option<Op<R>>,
+    ) -> std::result::Result<super::Step<R>, std::result::Result<sqlx::Error, Error>> {
+        let mut tx = self.pool.begin().await.map_err(Ok)?;
+        let select =
+            format!("SELECT state, version, {NOW_MS} FROM baton_state WHERE family = ? AND name = ? FOR UPDATE");
+        let name = key.name.as_bytes();
+        let mut row: Option<(String, i64, i64)> =
+            sqlx::query_as(&select).bind(key.family.as_str()).bind(name).fetch_optional(&mut *tx).await.map_err(Ok)?;
+        if row.is_none() {
+            sqlx::query("INSERT IGNORE INTO baton_state (family, name, state) VALUES (?, ?, '{}')")
+                .bind(key.family.as_str())
+                .bind(name)
+                .execute(&mut *tx)
+                .await
+                .map_err(Ok)?;
+            row = sqlx::query_as(&select)
+                .bind(key.family.as_str())
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(Ok)?;
+        }
+        let (json, version, now) = row.ok_or_else(|| Err(Error::backend("baton_state row vanished")))?;
+        // The decision runs once, on the first attempt that got this far.
+        let op = f.take().ok_or_else(|| Err(Error::backend("internal error: step ran twice")))?;
+        let step = step(Some(&json), version, u64::try_from(now).unwrap_or(0), op).map_err(Err)?;
+        if let Some(json) = &step.write {
+            sqlx::query("UPDATE baton_state SET state = ?, version = ? WHERE family = ? AND name = ?")
+                .bind(json)
+                .bind(step.version)
+                .bind(key.family.as_str())
+                .bind(name)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| Err(self.err(e)))?;
+        }
+        tx.commit().await.map_err(|e| Err(self.err(e)))?;
+        Ok(step)
+    }
+}
+
+fn retryable(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40001") | Some("HY000"))
+        && (d.message().contains("Deadlock") || d.message().contains("Lock wait timeout")))
+}
+
+#[async_trait]
+impl VersionSource for Db {
+    async fn version(&self, key: &Key) -> Result<i64> {
+        let v: Option<i64> = sqlx::query_scalar("SELECT version FROM baton_state WHERE family = ? AND name = ?")
+            .bind(key.family.as_str())
+            .bind(key.name.as_bytes())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(v.unwrap_or(0))
+    }
+}
+
+#[async_trait]
+impl StateStore for Mysql {
+    async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
+        let _gate = self.wakes.write.lock().await;
+        let mut f = Some(f);
+        let mut tries = 0;
+        let step = loop {
+            match self.db.try_update(key, &mut f).await {
+                Ok(step) => break step,
+                // Only failures before the decision ran (`f` still there) may be retried.
+                Err(Ok(e)) if f.is_some() && retryable(&e) && tries + 1 < RETRIES => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(5 * tries as u64)).await;
+                }
+                Err(Ok(e)) => return Err(self.db.err(e)),
+                Err(Err(e)) => return Err(e),
+            }
+        };
+        if step.wakes {
+            self.wakes.notify(key);
+        }
+        Ok(step.out)
+    }
+
+    async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
+        let sql = format!("SELECT (SELECT state FROM baton_state WHERE family = ? AND name = ?), {NOW_MS}");
+        let (json, now): (Option<String>, i64) = sqlx::query_as(&sql)
+            .bind(key.family.as_str())
+            .bind(key.name.as_bytes())
+            .fetch_one(&self.db.pool)
+            .await
+            .map_err(|e| self.db.err(e))?;
+        Ok((decode(json.as_deref())?, u64::try_from(now).unwrap_or(0)))
+    }
+
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        Ok(Box::new(PollSub::start(self.db.clone(), &self.wakes, key).await?))
+    }
+
+    async fn close(&self) {
+        self.db.pool.close().await;
+    }
+}

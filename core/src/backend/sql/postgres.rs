@@ -1,0 +1,166 @@
+//! `postgres://user:password@host:port/db`: each step is one transaction that locks the
+//! key's row (`SELECT … FOR UPDATE`) and runs the shared rules of `crate::state` on the
+//! server's clock (`clock_timestamp()`). Waiters are woken by `NOTIFY baton_state`, sent
+//! inside the transaction (so only on commit) and received by one `LISTEN` connection
+//! per client.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+
+use super::{decode, driver_error, driver_url, step};
+use crate::backend::stateful::{Op, StateStore};
+use crate::backend::wakes::Wakes;
+use crate::backend::{COMMON_OPTIONS, Family, Key, Subscription, WatchSub};
+use crate::error::{Error, Result};
+use crate::rt::{AbortOnDrop, Rt};
+use crate::state::KeyState;
+use crate::url::StoreUrl;
+
+const CHANNEL: &str = "baton_state";
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
+    family  TEXT   NOT NULL,
+    name    TEXT   NOT NULL,
+    state   TEXT   NOT NULL,
+    version BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (family, name)
+)";
+/// The server's clock in milliseconds since the Unix epoch.
+const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// The PostgreSQL store.
+#[derive(Debug)]
+pub(crate) struct Postgres {
+    pool: PgPool,
+    store: String,
+    wakes: Arc<Wakes>,
+    _listener: AbortOnDrop<()>,
+}
+
+impl Postgres {
+    pub(crate) async fn open(url: &StoreUrl) -> Result<Postgres> {
+        url.check_options(COMMON_OPTIONS)?;
+        let store = format!("PostgreSQL {url}");
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(&driver_url("postgres", url))
+            .await
+            .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;
+        create_schema(&pool).await.map_err(|e| driver_error(&store, e))?;
+        let mut listener = PgListener::connect_with(&pool).await.map_err(|e| driver_error(&store, e))?;
+        listener.listen(CHANNEL).await.map_err(|e| driver_error(&store, e))?;
+        let wakes = Wakes::for_store(&format!("postgres:{url}"));
+        let task = Rt::current().spawn(listen(listener, Arc::downgrade(&wakes)));
+        Ok(Postgres { pool, store, wakes, _listener: AbortOnDrop(task) })
+    }
+
+    fn err(&self, e: sqlx::Error) -> Error {
+        driver_error(&self.store, e)
+    }
+}
+
+/// Creates the table once; concurrent `CREATE TABLE IF NOT EXISTS` can collide in the
+/// catalog, so creators take a transaction-scoped advisory lock first.
+async fn create_schema(pool: &PgPool) -> std::result::Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('baton_state'))").execute(&mut *tx).await?;
+    sqlx::query(SCHEMA).execute(&mut *tx).await?;
+    tx.commit().await
+}
+
+/// Turns notifications into wake-ups of this process's waiters. sqlx's listener
+/// reconnects by itself; notifications lost meanwhile are covered by the waiters'
+/// bounded re-checks.
+async fn listen(mut listener: PgListener, wakes: std::sync::Weak<Wakes>) {
+    loop {
+        match listener.recv().await {
+            Ok(n) => {
+                let Some(wakes) = wakes.upgrade() else { return };
+                if let Some((family, name)) = n.payload().split_once(':')
+                    && let Some(family) = Family::from_name(family)
+                {
+                    wakes.notify(&Key { family, name: name.to_owned() });
+                }
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+#[async_trait]
+impl StateStore for Postgres {
+    async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let select =
+            format!("SELECT state, version, {NOW_MS} FROM baton_state WHERE family = $1 AND name = $2 FOR UPDATE");
+        let mut row: Option<(String, i64, i64)> = sqlx::query_as(&select)
+            .bind(key.family.as_str())
+            .bind(&key.name)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if row.is_none() {
+            // First use of the key: create its row, then lock it like any other.
+            sqlx::query("INSERT INTO baton_state (family, name, state) VALUES ($1, $2, '{}') ON CONFLICT DO NOTHING")
+                .bind(key.family.as_str())
+                .bind(&key.name)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+            row = sqlx::query_as(&select)
+                .bind(key.family.as_str())
+                .bind(&key.name)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        let (json, version, now) = row.ok_or_else(|| Error::backend("baton_state row vanished"))?;
+        let step = step(Some(&json), version, u64::try_from(now).unwrap_or(0), f)?;
+        if let Some(json) = step.write {
+            sqlx::query("UPDATE baton_state SET state = $3, version = $4 WHERE family = $1 AND name = $2")
+                .bind(key.family.as_str())
+                .bind(&key.name)
+                .bind(json)
+                .bind(step.version)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        if step.wakes {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(CHANNEL)
+                .bind(format!("{}:{}", key.family.as_str(), key.name))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        if step.wakes {
+            // This process's waiters need not wait for the notification's round trip.
+            self.wakes.notify(key);
+        }
+        Ok(step.out)
+    }
+
+    async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
+        let sql = format!("SELECT (SELECT state FROM baton_state WHERE family = $1 AND name = $2), {NOW_MS}");
+        let (json, now): (Option<String>, i64) = sqlx::query_as(&sql)
+            .bind(key.family.as_str())
+            .bind(&key.name)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok((decode(json.as_deref())?, u64::try_from(now).unwrap_or(0)))
+    }
+
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        Ok(Box::new(WatchSub(self.wakes.subscribe(key))))
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}

@@ -15,7 +15,7 @@ pub(crate) struct Wakes {
     keys: Mutex<HashMap<Key, watch::Sender<u64>>>,
     /// Writers of this process queue here instead of inside the store's own lock waits
     /// (SQLite's busy handler sleeps up to 100 ms, which turned collisions into spikes).
-    #[cfg(any(feature = "sqlite", feature = "mysql"))]
+    #[cfg(feature = "sqlite")]
     pub(crate) write: tokio::sync::Mutex<()>,
 }
 

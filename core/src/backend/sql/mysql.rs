@@ -131,7 +131,6 @@ impl VersionSource for Db {
 #[async_trait]
 impl StateStore for Mysql {
     async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
-        let _gate = self.wakes.write.lock().await;
         let mut f = Some(f);
         let mut tries = 0;
         let step = loop {

@@ -109,7 +109,8 @@ impl Ctx {
                     .await;
             held.lost.cancel();
         }
-        self.backend.close().await;
+        // Bounded: a store that cannot close cleanly must not hang the caller.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.backend.close()).await;
     }
 
     fn track(&self, held: &Arc<Held>) {

@@ -36,7 +36,9 @@ pub(crate) struct Postgres {
     pool: PgPool,
     store: String,
     wakes: Arc<Wakes>,
-    _listener: AbortOnDrop<()>,
+    /// The LISTEN task; it holds one of the pool's connections, so `close` stops it
+    /// first (the pool's close waits for every connection to come back).
+    listener: std::sync::Mutex<Option<AbortOnDrop<()>>>,
 }
 
 impl Postgres {
@@ -54,7 +56,7 @@ impl Postgres {
         listener.listen(CHANNEL).await.map_err(|e| driver_error(&store, e))?;
         let wakes = Wakes::for_store(&format!("postgres:{url}"));
         let task = Rt::current().spawn(listen(listener, Arc::downgrade(&wakes)));
-        Ok(Postgres { pool, store, wakes, _listener: AbortOnDrop(task) })
+        Ok(Postgres { pool, store, wakes, listener: std::sync::Mutex::new(Some(AbortOnDrop(task))) })
     }
 
     fn err(&self, e: sqlx::Error) -> Error {
@@ -85,6 +87,7 @@ async fn listen(mut listener: PgListener, wakes: std::sync::Weak<Wakes>) {
                     wakes.notify(&Key { family, name: name.to_owned() });
                 }
             }
+            Err(sqlx::Error::PoolClosed) => return,
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     }
@@ -161,6 +164,12 @@ impl StateStore for Postgres {
     }
 
     async fn close(&self) {
+        let listener = self.listener.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(mut task) = listener {
+            task.0.abort();
+            // Wait until the task (and the connection it holds) is really gone.
+            let _ = (&mut task.0).await;
+        }
         self.pool.close().await;
     }
 }

@@ -41,3 +41,30 @@ async fn unwritable_path() {
     let e = Client::connect("sqlite://").await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidUrl, "{e}");
 }
+
+/// A multi-lock over two stores (this SQLite file and an in-process store) is
+/// all-or-nothing across both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_lock_across_stores() {
+    let store = store();
+    let sql = Client::connect(&store.url).await.unwrap();
+    let mem = Client::connect(&format!("memory://{}", uuid::Uuid::new_v4().simple())).await.unwrap();
+    let (a, b) = (unique("multi-sql"), unique("multi-mem"));
+    let both = || baton::MultiLock::new([sql.lock(&a), mem.lock(&b)]);
+    let blocker = mem.lock(&b).acquire().await.unwrap();
+    assert!(both().try_acquire().await.unwrap().is_none());
+    // The SQLite half was given back (in the background: allow it a moment).
+    behaviour::bounded("partial grant released", std::time::Duration::from_secs(5), async {
+        while sql.inspect(&a).await.unwrap().is_held() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    blocker.release().await.unwrap();
+    let g = both().acquire().await.unwrap();
+    assert_eq!(g.tokens().len(), 2);
+    assert!(sql.lock(&a).try_acquire().await.unwrap().is_none());
+    assert!(mem.lock(&b).try_acquire().await.unwrap().is_none());
+    g.release().await.unwrap();
+    assert!(sql.lock(&a).try_acquire().await.unwrap().is_some());
+}

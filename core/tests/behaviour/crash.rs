@@ -15,7 +15,8 @@ use super::{Store, bounded, unique};
 pub async fn killed_holder_process_frees(store: &Store) {
     let name = unique("killed");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_holder", "--nocapture", "--test-threads=1"])
+        // `child_holder` is `#[ignore]`d (it is no test of its own): `--ignored` runs it.
+        .args(["--exact", "child_holder", "--ignored", "--nocapture", "--test-threads=1"])
         .env("BATON_CHILD_URL", &store.url)
         .env("BATON_CHILD_NAME", &name)
         .stdout(Stdio::piped())
@@ -24,9 +25,13 @@ pub async fn killed_holder_process_frees(store: &Store) {
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let ready = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout).lines().map_while(Result::ok).any(|l| l.contains("BATON-CHILD-READY"))
+        BufReader::new(stdout).lines().map_while(Result::ok).find_map(|l| {
+            let (_, token) = l.split_once("BATON-CHILD-READY ")?;
+            token.trim().parse::<u64>().ok()
+        })
     });
-    assert!(bounded("child holds the lock", Duration::from_secs(30), ready).await.unwrap());
+    let child_token = bounded("child holds the lock", Duration::from_secs(30), ready).await.unwrap();
+    let child_token = child_token.expect("the child exited without holding the lock");
     let c = Client::connect(&store.url).await.unwrap();
     assert!(c.lock(&name).try_acquire().await.unwrap().is_none(), "the child holds it");
     child.kill().unwrap();
@@ -35,6 +40,7 @@ pub async fn killed_holder_process_frees(store: &Store) {
     let g = bounded("acquire after SIGKILL", Duration::from_secs(10), c.lock(&name).acquire()).await.unwrap();
     // Lease 2 s (not renewed after the kill) + at most 1 s for the waiter to re-check.
     assert!(killed.elapsed() < Duration::from_secs(3), "took {:?}", killed.elapsed());
+    assert!(g.token().get() > child_token, "token {} not above the dead child's {child_token}", g.token());
     g.release().await.unwrap();
 }
 
@@ -46,7 +52,7 @@ pub async fn child_holder() {
     let c = Client::connect(&url).await.unwrap();
     let g = c.lock_with(&name, LockOptions::new().lease(Duration::from_secs(2))).acquire().await.unwrap();
     // libtest prints "test child_holder ... " without a newline first: match a marker.
-    println!("BATON-CHILD-READY");
+    println!("BATON-CHILD-READY {}", g.token().get());
     // Killed by the parent long before this ends; bounded in case the parent dies.
     tokio::time::sleep(Duration::from_secs(120)).await;
     drop(g);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
 
-use super::{Store, unique};
+use super::{Store, bounded, unique};
 
 fn expect_kind<T: std::fmt::Debug>(r: baton::Result<T>, kind: ErrorKind, needle: &str) {
     let e = r.expect_err("expected an error");
@@ -98,4 +98,142 @@ pub async fn closed_client(store: &Store) {
     expect_kind(c.semaphore(&name, 1).try_acquire().await, ErrorKind::Closed, "closed");
     expect_kind(c.count_down_latch(&name).count().await, ErrorKind::Closed, "closed");
     expect_kind(c.inspect(&name).await, ErrorKind::Closed, "closed");
+}
+
+/// `url` with a query option appended.
+fn with_option(url: &str, opt: &str) -> String {
+    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+}
+
+/// This store's own URL with bad options: unknown option (`InvalidUrl`), bad values
+/// (`InvalidArgument`), each naming the culprit; a prefix that makes names too long.
+pub async fn bad_store_options(store: &Store) {
+    for (opt, kind, needle) in [
+        ("bogus=1", ErrorKind::InvalidUrl, "bogus"),
+        ("lease=abc", ErrorKind::InvalidArgument, "abc"),
+        ("lease=0s", ErrorKind::InvalidArgument, "0s"),
+        ("renew=-1s", ErrorKind::InvalidArgument, "-1s"),
+        ("lease=1s&renew=1s", ErrorKind::InvalidArgument, "renewal"),
+        ("lease=99999h", ErrorKind::InvalidArgument, "99999h"),
+    ] {
+        let url = with_option(&store.url, opt);
+        let e = Client::connect(&url).await.expect_err(&url);
+        assert_eq!(e.kind(), kind, "{url}: {e}");
+        assert!(e.to_string().contains(needle), "{url}: `{e}` should mention `{needle}`");
+    }
+    let long = "p".repeat(200);
+    let c = Client::connect(&with_option(&store.url, &format!("prefix={long}"))).await.unwrap();
+    expect_kind(c.lock(&"n".repeat(100)).try_acquire().await, ErrorKind::InvalidArgument, "300 bytes");
+    c.close().await;
+}
+
+/// A password in any URL (this store's scheme, a known scheme, an unknown one) never shows
+/// in an error's `Display` or `Debug`, nor in `Client::url`.
+pub async fn passwords_never_in_messages(store: &Store) {
+    let (scheme, rest) = store.url.split_once("://").unwrap();
+    let mut urls = vec![
+        with_option(&format!("{scheme}://u:hunter2@{rest}"), "bogus=1"),
+        with_option(&format!("{scheme}://u:hunter2@{rest}"), "lease=abc"),
+        "foo://u:hunter2@h".to_owned(),
+        "redis://u:hunter2@127.0.0.1:1".to_owned(),
+        "postgres://u:hunter2@127.0.0.1:1/db".to_owned(),
+        "mysql://u:hunter2@127.0.0.1:1/db".to_owned(),
+        "bad url u:hunter2@h".to_owned(),
+    ];
+    urls.push(format!("{scheme}://:hunter2@{rest}?bogus=1"));
+    for url in &urls {
+        // Bounded: a store driver that retries a refused connection must still give up.
+        match bounded(url, Duration::from_secs(30), Client::connect(url)).await {
+            Err(e) => {
+                assert!(!e.to_string().contains("hunter2"), "{url}: password in `{e}`");
+                assert!(!format!("{e:?}").contains("hunter2"), "{url}: password in {e:?}");
+            }
+            Ok(c) => {
+                assert!(!c.url().contains("hunter2"), "{url}: password in {}", c.url());
+                c.close().await;
+            }
+        }
+    }
+}
+
+/// More durations: each zero or out-of-range one, on every primitive and form that takes
+/// one, is `InvalidArgument` naming what was wrong.
+pub async fn bad_durations_everywhere(store: &Store) {
+    let c = store.client().await;
+    let name = unique("durations2");
+    let opts = |o: LockOptions| c.lock_with(&name, o);
+    expect_kind(opts(LockOptions::new().ttl(Duration::MAX)).try_acquire().await, ErrorKind::InvalidArgument, "ttl");
+    expect_kind(opts(LockOptions::new().lease(Duration::ZERO)).acquire().await, ErrorKind::InvalidArgument, "lease");
+    expect_kind(opts(LockOptions::new().lease(Duration::MAX)).acquire().await, ErrorKind::InvalidArgument, "lease");
+    let equal = LockOptions::new().lease(Duration::from_secs(1)).renew_every(Duration::from_secs(1));
+    expect_kind(opts(equal).acquire().await, ErrorKind::InvalidArgument, "1s");
+    let zero_renew = LockOptions::new().renew_every(Duration::ZERO);
+    expect_kind(opts(zero_renew).acquire().await, ErrorKind::InvalidArgument, "renewal");
+    let zero_queue = LockOptions::new().queue_ttl(Duration::ZERO);
+    expect_kind(c.fair_lock_with(&name, zero_queue).acquire().await, ErrorKind::InvalidArgument, "queue");
+    expect_kind(c.fair_lock(&name).acquire_timeout(Duration::ZERO).await, ErrorKind::InvalidArgument, "timeout");
+    let rw = c.rw_lock(&name);
+    expect_kind(rw.read_timeout(Duration::ZERO).await, ErrorKind::InvalidArgument, "timeout");
+    expect_kind(rw.write_timeout(Duration::MAX).await, ErrorKind::InvalidArgument, "timeout");
+    let sem = c.semaphore_with(&name, 2, LockOptions::new().ttl(Duration::ZERO));
+    expect_kind(sem.acquire().await, ErrorKind::InvalidArgument, "ttl");
+    expect_kind(
+        c.semaphore(&name, 2).acquire_many_timeout(1, Duration::ZERO).await,
+        ErrorKind::InvalidArgument,
+        "timeout",
+    );
+    let psem = c.permit_semaphore(&name, 1);
+    expect_kind(psem.acquire_lease(Duration::ZERO).await, ErrorKind::InvalidArgument, "lease");
+    expect_kind(psem.acquire_timeout(Duration::MAX).await, ErrorKind::InvalidArgument, "timeout");
+    let p = psem.acquire_lease(Duration::from_secs(30)).await.unwrap();
+    expect_kind(psem.update_lease(p.id(), Duration::ZERO).await, ErrorKind::InvalidArgument, "lease");
+    expect_kind(p.extend(Duration::MAX).await, ErrorKind::InvalidArgument, "lease");
+    p.release().await.unwrap();
+    expect_kind(c.multi_lock([&name]).acquire_timeout(Duration::ZERO).await, ErrorKind::InvalidArgument, "timeout");
+    expect_kind(c.count_down_latch(&name).wait_timeout(Duration::MAX).await, ErrorKind::InvalidArgument, "timeout");
+    let g = c.lock(&name).acquire().await.unwrap();
+    expect_kind(g.extend(Duration::MAX).await, ErrorKind::InvalidArgument, "lease");
+    assert!(!g.is_lost(), "a rejected extend must not lose the lease");
+    g.release().await.unwrap();
+    // Nothing above took anything.
+    assert!(!c.inspect(&name).await.unwrap().is_held());
+    let empty: [&str; 0] = [];
+    expect_kind(c.multi_lock(empty).acquire().await, ErrorKind::InvalidArgument, "at least one");
+}
+
+/// Every call on a closed client, its handles, handles made after, and its guards is
+/// `Closed`.
+pub async fn closed_everywhere(store: &Store) {
+    let c = store.client().await;
+    let name = unique("closed2");
+    let (lock, fair, rw, sem, psem, latch) = (
+        c.lock(&name),
+        c.fair_lock(&name),
+        c.rw_lock(&name),
+        c.semaphore(&name, 2),
+        c.permit_semaphore(&name, 2),
+        c.count_down_latch(&name),
+    );
+    let g = lock.acquire().await.unwrap();
+    c.close().await;
+    expect_kind(g.extend(Duration::from_secs(1)).await, ErrorKind::Closed, "closed");
+    expect_kind(g.release().await, ErrorKind::Closed, "closed");
+    expect_kind(lock.try_acquire().await, ErrorKind::Closed, "closed");
+    expect_kind(lock.acquire_timeout(Duration::from_secs(1)).await, ErrorKind::Closed, "closed");
+    expect_kind(lock.inspect().await, ErrorKind::Closed, "closed");
+    expect_kind(fair.acquire().await, ErrorKind::Closed, "closed");
+    expect_kind(rw.read().await, ErrorKind::Closed, "closed");
+    expect_kind(rw.try_write().await, ErrorKind::Closed, "closed");
+    expect_kind(sem.acquire_many(2).await, ErrorKind::Closed, "closed");
+    expect_kind(sem.available().await, ErrorKind::Closed, "closed");
+    expect_kind(psem.acquire().await, ErrorKind::Closed, "closed");
+    expect_kind(psem.release("0123456789abcdef0123456789abcdef").await, ErrorKind::Closed, "closed");
+    expect_kind(latch.try_set_count(1).await, ErrorKind::Closed, "closed");
+    expect_kind(latch.count_down().await, ErrorKind::Closed, "closed");
+    expect_kind(latch.wait().await, ErrorKind::Closed, "closed");
+    expect_kind(c.multi_lock([&name]).try_acquire().await, ErrorKind::Closed, "closed");
+    expect_kind(c.lock("made-after-close").acquire().await, ErrorKind::Closed, "closed");
+    // The store is still fine for everyone else.
+    let d = store.client().await;
+    d.lock(&name).try_acquire().await.unwrap().expect("released by close").release().await.unwrap();
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton::LockOptions;
 use tokio::sync::Mutex;
 
-use super::{Store, bounded, stalled, unique};
+use super::{Store, WAKE, bounded, eventually, stalled, unique};
 
 /// Waits until the lock's queue has `n` waiters.
 async fn queue_len(store: &Store, client: &baton::Client, name: &str, n: usize) {
@@ -79,4 +79,99 @@ pub async fn vanished_waiter_is_skipped(store: &Store) {
     // Queue ttl 1 s, re-checks every ≤ 1/3 of it, plus slack for a loaded machine.
     let t = bounded("second waiter granted", Duration::from_secs(5), second).await.unwrap().unwrap();
     assert!(t > first);
+}
+
+/// A waiter whose `acquire` future is dropped (a timeout around it, an aborted task) gives
+/// its place up at once — well before the 5 s queue ttl — and the next waiter is granted on
+/// the release.
+pub async fn dropped_waiter_leaves_queue(store: &Store) {
+    let name = unique("fair-drop");
+    let a = store.client().await;
+    let g = a.fair_lock(&name).acquire().await.unwrap();
+    // A waiter given up by a timeout.
+    let b = store.client().await;
+    assert!(tokio::time::timeout(Duration::from_millis(300), b.fair_lock(&name).acquire()).await.is_err());
+    // Bound: the place goes with the future (1 s is far below the 5 s queue ttl).
+    eventually("timed-out waiter leaves", Duration::from_secs(1), || async {
+        a.fair_lock(&name).inspect().await.unwrap().waiters.is_empty()
+    })
+    .await;
+    // A waiter whose task is aborted, queued ahead of a live one.
+    let c = store.client().await;
+    let gone = c.fair_lock(&name);
+    let gone_owner = gone.owner().unwrap().to_owned();
+    let aborted = tokio::spawn(async move { gone.acquire().await.map(|g| g.token()) });
+    queue_len(store, &a, &name, 1).await;
+    let d = store.client().await;
+    let live = d.fair_lock(&name);
+    let live_owner = live.owner().unwrap().to_owned();
+    let second = tokio::spawn(async move { live.acquire().await.map(|g| (g.token(), tokio::time::Instant::now())) });
+    queue_len(store, &a, &name, 2).await;
+    assert_eq!(a.fair_lock(&name).inspect().await.unwrap().waiters, vec![gone_owner, live_owner.clone()]);
+    aborted.abort();
+    eventually("aborted waiter leaves", Duration::from_secs(1), || async {
+        a.fair_lock(&name).inspect().await.unwrap().waiters == vec![live_owner.clone()]
+    })
+    .await;
+    let released = tokio::time::Instant::now();
+    g.release().await.unwrap();
+    let (_, at) = bounded("live waiter granted", Duration::from_secs(5), second).await.unwrap().unwrap();
+    let latency = at.duration_since(released);
+    assert!(latency < WAKE, "the next fair waiter took {latency:?}");
+}
+
+/// `acquire` futures of a fair lock dropped at random points while the lock is busy leave
+/// no queue place: after the holder releases, a newcomer gets it at once, long before the
+/// 5 s queue ttl could have cleaned up.
+pub async fn random_cancellation_leaves_no_queue_place(store: &Store) {
+    let name = unique("fair-cancel");
+    let (a, b) = (store.client().await, store.client().await);
+    let g = a.fair_lock(&name).acquire().await.unwrap();
+    // 150 rounds, each a fresh handle (a fresh queue place), dropped after 0–3 ms.
+    for i in 0..150u64 {
+        let h = b.fair_lock(&name);
+        let _ = tokio::time::timeout(Duration::from_micros((i * 7919) % 3000), h.acquire()).await;
+    }
+    // Bound: the background `leave_queue`s run in well under a second; stale places would
+    // only go after the 5 s queue ttl.
+    let took = eventually("no queue places left", Duration::from_secs(2), || async {
+        a.fair_lock(&name).inspect().await.unwrap().waiters.is_empty()
+    })
+    .await;
+    eprintln!("queue empty {took:?} after the last cancelled fair acquire");
+    g.release().await.unwrap();
+    let c = store.client().await;
+    let g = c.fair_lock(&name).try_acquire().await.unwrap();
+    assert!(g.is_some(), "a cancelled waiter still blocks the fair lock");
+}
+
+/// The fair lock excludes: 6 tasks × 30 rounds of a non-atomic read-modify-write.
+pub async fn fair_exclusion(store: &Store) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let name = unique("fair-count");
+    let counter = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let (c, name, counter) = (store.client().await, name.clone(), counter.clone());
+        tasks.push(tokio::spawn(async move {
+            let lock = c.fair_lock(&name);
+            let mut last = 0;
+            for _ in 0..30 {
+                let g = lock.acquire().await.unwrap();
+                assert!(g.token().get() > last);
+                last = g.token().get();
+                let v = counter.load(Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                counter.store(v + 1, Ordering::SeqCst);
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    bounded("180 fair grants", Duration::from_secs(60), async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    })
+    .await;
+    assert_eq!(counter.load(Ordering::SeqCst), 180, "lost updates under the fair lock");
 }

@@ -8,7 +8,7 @@ use baton::{ErrorKind, LockOptions};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::{Store, bounded, stalled, unique};
+use super::{Store, WAKE, bounded, eventually, stalled, unique};
 
 /// 16 tasks × 200 acquisitions guard a non-atomic read-modify-write: no update is lost,
 /// and tokens strictly increase in grant order.
@@ -18,6 +18,7 @@ pub async fn exclusion_counter(store: &Store) {
     let name = unique("counter");
     let counter = Arc::new(AtomicU64::new(0));
     let tokens = Arc::new(Mutex::new(Vec::with_capacity(TASKS * ROUNDS)));
+    let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..TASKS {
         let (client, name, counter, tokens) = (store.client().await, name.clone(), counter.clone(), tokens.clone());
@@ -41,6 +42,7 @@ pub async fn exclusion_counter(store: &Store) {
         }
     })
     .await;
+    eprintln!("{TASKS}×{ROUNDS} contended acquisitions on {}: {:?}", store.url, started.elapsed());
     assert_eq!(counter.load(Ordering::SeqCst), (TASKS * ROUNDS) as u64, "lost updates");
     let tokens = tokens.lock().await;
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing in grant order");
@@ -76,10 +78,12 @@ pub async fn release_wakes_waiter(store: &Store) {
     let t1 = g.token();
     let released = Instant::now();
     g.release().await.unwrap();
-    // The lease is 30 s: a grant within 5 s can only come from the wake-up.
+    // The lease is 30 s and the waiter's re-check 1 s: a grant within `WAKE` can only
+    // come from the store's wake-up.
     let (t2, at) = bounded("waiter wake-up", Duration::from_secs(5), waiter).await.unwrap().unwrap();
     assert!(t2 > t1);
-    assert!(at.duration_since(released) < Duration::from_secs(5));
+    let latency = at.duration_since(released);
+    assert!(latency < WAKE, "the waiter took {latency:?} to notice the release");
 }
 
 /// The same handle re-enters with the same token; the lock is free after as many releases.
@@ -118,10 +122,13 @@ pub async fn owner_option_reenters(store: &Store) {
 pub async fn ttl_expiry_is_lost(store: &Store) {
     let (a, b) = (store.client().await, store.client().await);
     let name = unique("ttl");
+    let t0 = Instant::now();
     let g = a.lock_with(&name, LockOptions::new().ttl(Duration::from_millis(800))).acquire().await.unwrap();
     assert!(!g.is_lost());
     // Bound: 800 ms lease plus slack for timers on a loaded machine.
     bounded("lost() after ttl", Duration::from_secs(5), g.lost()).await;
+    // Not before the ttl: the lease is measured from before the request, so never early.
+    assert!(t0.elapsed() >= Duration::from_millis(790), "lost after only {:?}", t0.elapsed());
     assert!(g.is_lost());
     let g2 = bounded("acquire after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
     assert!(g2.token() > g.token());
@@ -242,4 +249,116 @@ pub async fn close_releases(store: &Store) {
     assert!(g2.token() > g.token());
     assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::Closed);
     g2.release().await.unwrap();
+}
+
+/// `LockOptions::lease` alone derives the renewal period (a third of the lease): a 1 s
+/// lease held for 3 s is never lost, and nobody else gets in meanwhile.
+pub async fn watchdog_default_renewal(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("watchdog-1s");
+    let g = a.lock_with(&name, LockOptions::new().lease(Duration::from_secs(1))).acquire().await.unwrap();
+    let other = b.lock(&name);
+    // 12 samples over 3 s (three lease lengths): a missed renewal would free it.
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(!g.is_lost(), "a renewed lease was reported lost");
+        assert!(other.try_acquire().await.unwrap().is_none(), "a renewed lease expired");
+    }
+    let left = a.inspect(&name).await.unwrap().holders[0].lease_left;
+    assert!(left.is_none_or(|l| l <= Duration::from_secs(1)), "lease left {left:?} exceeds the lease");
+    g.release().await.unwrap();
+    assert!(other.try_acquire().await.unwrap().is_some());
+}
+
+/// Fencing tokens of one name strictly grow across every kind of grant: release, try,
+/// re-entry (same token), a grant that expired, a dropped guard, the fair lock of the same
+/// name; `inspect` reports the last one.
+pub async fn fencing_tokens_grow(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("fence");
+    let mut seen = Vec::new();
+    let g = a.lock(&name).acquire().await.unwrap();
+    seen.push(g.token());
+    g.release().await.unwrap();
+    let lock = b.lock(&name);
+    let g = lock.try_acquire().await.unwrap().expect("free");
+    let again = lock.acquire().await.unwrap();
+    assert_eq!(again.token(), g.token(), "a re-entry keeps the token");
+    seen.push(g.token());
+    again.release().await.unwrap();
+    g.release().await.unwrap();
+    let expired = a.lock_with(&name, LockOptions::new().ttl(Duration::from_millis(300))).acquire().await.unwrap();
+    seen.push(expired.token());
+    bounded("ttl grant expires", Duration::from_secs(5), expired.lost()).await;
+    let g = bounded("grant after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
+    seen.push(g.token());
+    drop(g);
+    let g = bounded("grant after a dropped guard", Duration::from_secs(5), a.fair_lock(&name).acquire()).await.unwrap();
+    seen.push(g.token());
+    let info = b.inspect(&name).await.unwrap();
+    assert_eq!(info.last_token, Some(g.token()));
+    assert_eq!(info.holders[0].token, g.token());
+    g.release().await.unwrap();
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {seen:?}");
+    assert_eq!(expired.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    assert_eq!(b.inspect(&name).await.unwrap().last_token, seen.last().copied(), "a release moved the token");
+}
+
+/// `close` gives back every kind of hold at once: locks (re-entered too), fair locks,
+/// read and write holds, semaphore permits, expirable permits.
+pub async fn close_releases_every_primitive(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let n = unique("close-all");
+    let (lock, fair, rd, wr, sem, psem) =
+        (format!("{n}-l"), format!("{n}-f"), format!("{n}-r"), format!("{n}-w"), format!("{n}-s"), format!("{n}-p"));
+    let l = a.lock(&lock);
+    let guards = vec![
+        l.acquire().await.unwrap(),
+        l.acquire().await.unwrap(),
+        a.fair_lock(&fair).acquire().await.unwrap(),
+        a.rw_lock(&rd).read().await.unwrap(),
+        a.rw_lock(&wr).write().await.unwrap(),
+    ];
+    let permits = vec![
+        a.semaphore(&sem, 2).acquire_many(2).await.unwrap(),
+        a.permit_semaphore(&psem, 1).acquire().await.unwrap(),
+    ];
+    bounded("close", Duration::from_secs(10), a.close()).await;
+    // Immediately: every lease here is 30 s, and close awaited the releases.
+    assert!(b.lock(&lock).try_acquire().await.unwrap().is_some(), "re-entered lock still held");
+    assert!(b.fair_lock(&fair).try_acquire().await.unwrap().is_some(), "fair lock still held");
+    assert!(b.rw_lock(&rd).try_write().await.unwrap().is_some(), "read hold still held");
+    assert!(b.rw_lock(&wr).try_read().await.unwrap().is_some(), "write hold still held");
+    assert!(b.semaphore(&sem, 2).try_acquire_many(2).await.unwrap().is_some(), "permits still held");
+    assert!(b.permit_semaphore(&psem, 1).try_acquire().await.unwrap().is_some(), "expirable permit still held");
+    for g in guards {
+        assert!(g.is_lost());
+        assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::Closed);
+    }
+    for p in permits {
+        assert_eq!(p.release().await.unwrap_err().kind(), ErrorKind::Closed);
+    }
+}
+
+/// Calls already waiting when their client is closed end with `Closed` (within the 1 s
+/// re-check), and hold nothing afterwards.
+pub async fn pending_calls_fail_on_close(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("pending-close");
+    let g = b.lock(&name).acquire().await.unwrap();
+    b.count_down_latch(&name).try_set_count(1).await.unwrap();
+    let lock = a.lock(&name);
+    let latch = a.count_down_latch(&name);
+    let waiting_lock = tokio::spawn(async move { lock.acquire().await.map(|g| g.token()) });
+    let waiting_latch = tokio::spawn(async move { latch.wait().await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting_lock.is_finished() && !waiting_latch.is_finished());
+    a.close().await;
+    // Bound: the 1 s re-check (+ jitter) plus slack for a loaded machine.
+    let e = bounded("pending acquire ends", Duration::from_secs(3), waiting_lock).await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+    let e = bounded("pending latch wait ends", Duration::from_secs(3), waiting_latch).await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+    g.release().await.unwrap();
+    eventually("lock free", Duration::from_secs(2), || async { !b.inspect(&name).await.unwrap().is_held() }).await;
 }

@@ -2,9 +2,13 @@
 
 use std::time::Duration;
 
-use baton::MultiLock;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Store, bounded, unique};
+use baton::{ErrorKind, MultiLock};
+use tokio::time::Instant;
+
+use super::{Store, bounded, eventually, unique};
 
 /// If one lock is busy, none is held afterwards.
 pub async fn all_or_nothing(store: &Store) {
@@ -48,6 +52,81 @@ pub async fn no_deadlock(store: &Store) {
         }));
     }
     bounded("120 multi-lock rounds", Duration::from_secs(60), async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    })
+    .await;
+}
+
+/// `acquire_timeout` with one lock busy: `Timeout` after about the timeout and nothing
+/// held; a dropped `acquire` future holds nothing either; duplicate names count once, and
+/// locks from several clients combine.
+pub async fn timeout_cancel_and_dedup(store: &Store) {
+    let (a, b, c) = (store.client().await, store.client().await, store.client().await);
+    let (x, y) = (unique("mx"), unique("my"));
+    let busy = b.lock(&y).acquire().await.unwrap();
+    let multi = a.multi_lock([&x, &y]);
+    let t0 = Instant::now();
+    let e = multi.acquire_timeout(Duration::from_millis(300)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    assert!(t0.elapsed() >= Duration::from_millis(290) && t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // Partial grants go back in the background (the lease is 30 s).
+    eventually("partial grant released after Timeout", Duration::from_secs(2), || async {
+        !c.inspect(&x).await.unwrap().is_held()
+    })
+    .await;
+    assert!(tokio::time::timeout(Duration::from_millis(200), multi.acquire()).await.is_err());
+    eventually("partial grant released after a drop", Duration::from_secs(2), || async {
+        !c.inspect(&x).await.unwrap().is_held()
+    })
+    .await;
+    busy.release().await.unwrap();
+    let dup = a.multi_lock([&x, &y, &x, &y]);
+    assert_eq!(dup.locks().len(), 2);
+    let g = dup.acquire().await.unwrap();
+    assert_eq!(g.tokens().len(), 2);
+    assert!(!g.is_lost());
+    g.release().await.unwrap();
+    let mixed = MultiLock::new([a.lock(&y), c.lock(&x)]);
+    let g = mixed.try_acquire().await.unwrap().expect("both free");
+    assert_eq!(g.guards().len(), 2);
+    assert!(b.lock(&x).try_acquire().await.unwrap().is_none() && b.lock(&y).try_acquire().await.unwrap().is_none());
+    g.release().await.unwrap();
+    assert!(b.multi_lock([&x, &y]).try_acquire().await.unwrap().is_some());
+}
+
+/// Overlapping subsets of four names, each task giving them in its own order: no deadlock
+/// and no name ever held by two at once.
+pub async fn overlapping_subsets_exclude(store: &Store) {
+    let names: Vec<String> = (0..4).map(|i| unique(&format!("sub{i}"))).collect();
+    let inside: Arc<Vec<AtomicBool>> = Arc::new((0..4).map(|_| AtomicBool::new(false)).collect());
+    let mut tasks = Vec::new();
+    for t in 0..8usize {
+        let (c, names, inside) = (store.client().await, names.clone(), inside.clone());
+        tasks.push(tokio::spawn(async move {
+            for round in 0..15usize {
+                // Subsets of 2..=4 names, rotated and reversed per task and round.
+                let size = 2 + (t + round) % 3;
+                let mut idx: Vec<usize> = (0..size).map(|k| (t + round + k * 3) % 4).collect();
+                idx.dedup();
+                if (t + round) % 2 == 1 {
+                    idx.reverse();
+                }
+                let g = c.multi_lock(idx.iter().map(|&i| names[i].as_str())).acquire().await.unwrap();
+                for &i in &idx {
+                    assert!(!inside[i].swap(true, Ordering::SeqCst), "{} held twice", names[i]);
+                }
+                tokio::task::yield_now().await;
+                for &i in &idx {
+                    inside[i].store(false, Ordering::SeqCst);
+                }
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    // 120 rounds; a deadlock would hang here.
+    bounded("120 overlapping multi-lock rounds", Duration::from_secs(60), async {
         for t in tasks {
             t.await.unwrap();
         }

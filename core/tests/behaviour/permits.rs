@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use baton::ErrorKind;
+use baton::{ErrorKind, LockOptions};
 
-use super::{Store, bounded, unique};
+use super::{Store, bounded, stalled, unique};
 
 /// Ids are 32 hex characters and unique; any client releases a permit by id; an unknown
 /// id is `NotHeld`.
@@ -52,4 +52,53 @@ pub async fn lease_expiry_and_update(store: &Store) {
     p.release().await.unwrap();
     let e = sem.update_lease(&id, Duration::from_secs(1)).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotHeld);
+}
+
+/// Ids stay unique across clients and many acquisitions; an id never seen is `NotHeld`.
+pub async fn ids_unique_across_clients(store: &Store) {
+    let name = unique("psem-ids");
+    let mut ids = std::collections::HashSet::new();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let c = store.client().await;
+        let sem = c.permit_semaphore(&name, 8);
+        for _ in 0..2 {
+            let p = sem.acquire().await.unwrap();
+            assert!(p.id().len() == 32 && p.id().bytes().all(|b| b.is_ascii_hexdigit()), "{}", p.id());
+            assert!(ids.insert(p.id().to_owned()), "duplicate id {}", p.id());
+            held.push((c.clone(), p));
+        }
+    }
+    let c = store.client().await;
+    let sem = c.permit_semaphore(&name, 8);
+    assert_eq!(sem.available().await.unwrap(), 0);
+    let owners: std::collections::HashSet<String> =
+        sem.inspect().await.unwrap().holders.into_iter().map(|h| h.owner).collect();
+    assert_eq!(owners, ids, "inspect lists the permit ids");
+    let bogus = "0123456789abcdef0123456789abcdef";
+    let e = sem.release(bogus).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
+    assert!(e.message().contains(bogus), "{e}");
+    assert_eq!(sem.update_lease(bogus, Duration::from_secs(1)).await.unwrap_err().kind(), ErrorKind::NotHeld);
+    for (_, p) in held {
+        p.release().await.unwrap();
+    }
+    assert_eq!(sem.available().await.unwrap(), 8);
+}
+
+/// A watchdog permit of a client whose runtime died comes back when its lease ends.
+pub async fn crashed_watchdog_permit_returns(store: &Store) {
+    let name = unique("psem-crash");
+    let n = name.clone();
+    let died = stalled(&store.url, |c| async move {
+        let sem = c.permit_semaphore_with(&n, 1, LockOptions::new().lease(Duration::from_secs(1)));
+        std::mem::forget(sem.acquire().await.unwrap());
+        std::mem::forget(c);
+    });
+    let b = store.client().await;
+    assert_eq!(b.permit_semaphore(&name, 1).available().await.unwrap(), 0, "the dead holder's lease still runs");
+    let p = bounded("permit back", Duration::from_secs(10), b.permit_semaphore(&name, 1).acquire()).await.unwrap();
+    // Lease 1 s, plus the waiter's re-check and a loaded machine.
+    assert!(died.elapsed() < Duration::from_millis(2900), "{:?}", died.elapsed());
+    p.release().await.unwrap();
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use baton::{ErrorKind, LockOptions};
 
-use super::{Store, bounded, stalled, unique};
+use super::{Store, WAKE, bounded, stalled, unique};
 
 /// 8 tasks × 50 acquisitions of a 3-permit semaphore: never more than 3 inside.
 pub async fn never_more_than_permits(store: &Store) {
@@ -76,4 +76,30 @@ pub async fn crashed_permits_return(store: &Store) {
     // Lease 1 s, plus the waiter's re-check and a loaded machine.
     assert!(granted.elapsed() < Duration::from_millis(2900), "{:?}", granted.elapsed());
     p.release().await.unwrap();
+}
+
+/// A waiter is woken by returned permits; a permit dropped without release comes back in
+/// the background; permit tokens grow.
+pub async fn waiter_woken_and_dropped_permit_returns(store: &Store) {
+    let name = unique("sem-wake");
+    let (a, b, c) = (store.client().await, store.client().await, store.client().await);
+    let p = a.semaphore(&name, 1).acquire().await.unwrap();
+    let waiter = tokio::spawn({
+        let name = name.clone();
+        async move { b.semaphore(&name, 1).acquire().await.map(|p| (p, tokio::time::Instant::now())) }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiter.is_finished(), "a second permit out of one");
+    let released = tokio::time::Instant::now();
+    let first = p.token();
+    p.release().await.unwrap();
+    let (q, at) = bounded("permit waiter woken", Duration::from_secs(5), waiter).await.unwrap().unwrap();
+    let latency = at.duration_since(released);
+    assert!(latency < WAKE, "the permit waiter took {latency:?}");
+    assert!(q.token() > first);
+    drop(q);
+    // The lease is 30 s: only the background release can return it this soon.
+    let r = bounded("dropped permit returns", Duration::from_secs(5), c.semaphore(&name, 1).acquire()).await.unwrap();
+    r.release().await.unwrap();
+    assert_eq!(c.semaphore(&name, 1).available().await.unwrap(), 1);
 }

@@ -1,0 +1,157 @@
+//! Async bridging (GUIDE B.4): every call runs on the core's shared runtime
+//! (`baton::rt::global()`). The blocking API waits with the GIL released and lets Ctrl-C
+//! through; the asyncio API hands Python an awaitable resolved on the caller's loop.
+
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3_async_runtimes::TaskLocals;
+use pyo3_async_runtimes::generic::{ContextExt, JoinError, Runtime};
+
+use crate::errors;
+
+/// How often a blocking wait reattaches to Python to run signal handlers.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Blocks on `fut` with the GIL released; every [`TICK`] reattaches so Python can raise
+/// `KeyboardInterrupt` (or whatever a signal handler raises), which drops `fut`.
+fn block<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let mut fut = pin!(fut);
+    loop {
+        // The timer is made inside `block_on`, where the runtime's context is entered.
+        let ticked =
+            py.detach(|| baton::rt::global().block_on(async { tokio::time::timeout(TICK, fut.as_mut()).await }));
+        match ticked {
+            Ok(out) => return Ok(out),
+            Err(_) => py.check_signals()?,
+        }
+    }
+}
+
+/// Runs `fut` on the shared runtime and waits for it (GIL released). An exception from a
+/// signal handler cancels `fut`: use this for every cancel-safe call (acquire, waits,
+/// queries).
+pub(crate) fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = baton::Result<T>> + Send + 'static,
+{
+    block(py, baton::rt::run(fut))?.map_err(errors::to_py)
+}
+
+/// Like [`wait`], but an interrupted wait leaves `fut` running to completion in the
+/// background: for release and close, whose half-done state would help no one.
+pub(crate) fn wait_detached<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = baton::Result<T>> + Send + 'static,
+{
+    block(py, detached(fut))?.map_err(errors::to_py)
+}
+
+/// Spawns `fut` on the shared runtime; dropping the returned future does not stop it.
+pub(crate) fn detached<T, F>(fut: F) -> impl Future<Output = baton::Result<T>> + Send + 'static
+where
+    T: Send + 'static,
+    F: Future<Output = baton::Result<T>> + Send + 'static,
+{
+    let handle = baton::rt::global().spawn(fut);
+    async move { handle.await.unwrap_or_else(|e| Err(internal(&e))) }
+}
+
+fn internal(e: &tokio::task::JoinError) -> baton::Error {
+    baton::Error::new(baton::ErrorKind::Backend, format!("internal error: {e}"))
+}
+
+/// An asyncio awaitable for `fut`, run on the shared runtime and resolved on the running
+/// loop. Cancelling the awaiting task drops `fut` (acquire is cancel-safe).
+pub(crate) fn awaitable<'py, T, F>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: Future<Output = baton::Result<T>> + Send + 'static,
+{
+    let fut = baton::rt::run(fut);
+    pyo3_async_runtimes::generic::future_into_py::<Shared, _, T>(py, async move { fut.await.map_err(errors::to_py) })
+}
+
+/// [`awaitable`] for work that must finish even if the awaiting task is cancelled.
+pub(crate) fn awaitable_detached<'py, T, F>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: Future<Output = baton::Result<T>> + Send + 'static,
+{
+    let fut = detached(fut);
+    pyo3_async_runtimes::generic::future_into_py::<Shared, _, T>(py, async move { fut.await.map_err(errors::to_py) })
+}
+
+/// `pyo3_async_runtimes`' view of the core's shared runtime. `global()` is looked up on
+/// every spawn, so a forked child uses its own fresh runtime.
+pub(crate) struct Shared;
+
+pub(crate) struct Joined(tokio::task::JoinError);
+
+impl JoinError for Joined {
+    fn is_panic(&self) -> bool {
+        self.0.is_panic()
+    }
+
+    fn into_panic(self) -> Box<dyn std::any::Any + Send + 'static> {
+        self.0.into_panic()
+    }
+}
+
+type Handle = Pin<Box<dyn Future<Output = Result<(), Joined>> + Send>>;
+
+impl Runtime for Shared {
+    type JoinError = Joined;
+    type JoinHandle = Handle;
+
+    fn spawn<F>(fut: F) -> Handle
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let h = baton::rt::global().spawn(fut);
+        Box::pin(async move { h.await.map_err(Joined) })
+    }
+
+    fn spawn_blocking<F>(f: F) -> Handle
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let h = baton::rt::global().spawn_blocking(f);
+        Box::pin(async move { h.await.map_err(Joined) })
+    }
+}
+
+impl ContextExt for Shared {
+    /// The Rust futures of this binding never call back into Python, so they need no
+    /// task-local event loop: the loop comes from `get_running_loop()` at the call.
+    fn scope<F, R>(locals: TaskLocals, fut: F) -> Pin<Box<dyn Future<Output = R> + Send>>
+    where
+        F: Future<Output = R> + Send + 'static,
+    {
+        drop(locals);
+        Box::pin(fut)
+    }
+
+    fn get_task_locals() -> Option<TaskLocals> {
+        None
+    }
+}
+
+/// [`wait`] with the result converted to a Python object, so one method body can serve
+/// the blocking and the asyncio class (see [`awaitable`]).
+pub(crate) fn wait_py<'py, T, F>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: Future<Output = baton::Result<T>> + Send + 'static,
+{
+    use pyo3::IntoPyObjectExt;
+    wait(py, fut)?.into_bound_py_any(py)
+}

@@ -237,3 +237,50 @@ pub async fn closed_everywhere(store: &Store) {
     let d = store.client().await;
     d.lock(&name).try_acquire().await.unwrap().expect("released by close").release().await.unwrap();
 }
+
+/// Names are data, never code: quotes, SQL and LIKE wildcards, path and key separators,
+/// escapes, non-ASCII and the longest allowed name are each a lock of their own.
+pub async fn odd_names_are_distinct(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let base = unique("odd");
+    let mut names: Vec<String> = [
+        "'",
+        "\"",
+        "'; DROP TABLE baton_state; --",
+        "%",
+        "_",
+        "a%",
+        "ab",
+        "a_",
+        "\\",
+        "\\%",
+        "/",
+        "a/b",
+        "a:b",
+        "{x}",
+        "*",
+        "?",
+        "ключ/🔒",
+        " ",
+        "\t\n",
+    ]
+    .iter()
+    .map(|n| format!("{base}{n}"))
+    .collect();
+    names.push("é".repeat(127)); // 254 bytes
+    names.push(format!("{base}{}", "z".repeat(255 - base.len())));
+    let mut guards = Vec::new();
+    for n in &names {
+        assert!(n.len() <= 255);
+        let g = a.lock(n).try_acquire().await.unwrap().unwrap_or_else(|| panic!("{n:?} is taken by another name"));
+        guards.push(g);
+    }
+    for n in &names {
+        assert!(b.lock(n).try_acquire().await.unwrap().is_none(), "{n:?} not held");
+        assert_eq!(b.inspect(n).await.unwrap().name, *n, "inspect reports another name");
+    }
+    for g in guards {
+        g.release().await.unwrap();
+    }
+    assert!(b.lock(&names[2]).try_acquire().await.unwrap().is_some());
+}

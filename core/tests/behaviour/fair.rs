@@ -96,6 +96,10 @@ pub async fn dropped_waiter_leaves_queue(store: &Store) {
         a.fair_lock(&name).inspect().await.unwrap().waiters.is_empty()
     })
     .await;
+    // A waiter that times out gives its place up before returning.
+    let e = b.fair_lock(&name).acquire_timeout(Duration::from_millis(300)).await.unwrap_err();
+    assert_eq!(e.kind(), baton::ErrorKind::Timeout);
+    assert!(a.fair_lock(&name).inspect().await.unwrap().waiters.is_empty(), "a timed-out waiter kept its place");
     // A waiter whose task is aborted, queued ahead of a live one.
     let c = store.client().await;
     let gone = c.fair_lock(&name);
@@ -127,10 +131,21 @@ pub async fn random_cancellation_leaves_no_queue_place(store: &Store) {
     let name = unique("fair-cancel");
     let (a, b) = (store.client().await, store.client().await);
     let g = a.fair_lock(&name).acquire().await.unwrap();
-    // 150 rounds, each a fresh handle (a fresh queue place), dropped after 0–3 ms.
-    for i in 0..150u64 {
-        let h = b.fair_lock(&name);
-        let _ = tokio::time::timeout(Duration::from_micros((i * 7919) % 3000), h.acquire()).await;
+    // 4 tasks × 100 rounds, each a fresh handle (a fresh queue place) dropped after
+    // 0–3 ms; running them side by side is what makes in-flight attempts meet the
+    // background `leave_queue` of their own dropped future (the race this checks).
+    let mut tasks = Vec::new();
+    for t in 0..4u64 {
+        let (b, name) = (b.clone(), name.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..100u64 {
+                let h = b.fair_lock(&name);
+                let _ = tokio::time::timeout(Duration::from_micros((t * 997 + i * 7919) % 3000), h.acquire()).await;
+            }
+        }));
+    }
+    for t in tasks {
+        bounded("cancelling rounds", Duration::from_secs(30), t).await.unwrap();
     }
     // Bound: the background `leave_queue`s run in well under a second; stale places would
     // only go after the 5 s queue ttl.

@@ -300,6 +300,7 @@ pub async fn fencing_tokens_grow(store: &Store) {
     assert_eq!(info.holders[0].token, g.token());
     g.release().await.unwrap();
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {seen:?}");
+    assert_eq!(expired.extend(Duration::from_secs(5)).await.unwrap_err().kind(), ErrorKind::LockLost);
     assert_eq!(expired.release().await.unwrap_err().kind(), ErrorKind::LockLost);
     assert_eq!(b.inspect(&name).await.unwrap().last_token, seen.last().copied(), "a release moved the token");
 }
@@ -361,4 +362,49 @@ pub async fn pending_calls_fail_on_close(store: &Store) {
     assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
     g.release().await.unwrap();
     eventually("lock free", Duration::from_secs(2), || async { !b.inspect(&name).await.unwrap().is_held() }).await;
+}
+
+/// One client's watchdog keeps 150 short leases alive at once (more than one renewal
+/// batch of 100), and none of them can be taken meanwhile.
+pub async fn watchdog_renews_many(store: &Store) {
+    const N: usize = 150;
+    let (a, b) = (store.client().await, store.client().await);
+    let base = unique("many");
+    let names: Vec<String> = (0..N).map(|i| format!("{base}/{i}")).collect();
+    let opts = LockOptions::new().lease(Duration::from_secs(1));
+    let mut guards = Vec::with_capacity(N);
+    for n in &names {
+        guards.push(a.lock_with(n, opts.clone()).acquire().await.unwrap());
+    }
+    // Three lease lengths after the last grant (more for the first ones).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let lost = guards.iter().filter(|g| g.is_lost()).count();
+    assert_eq!(lost, 0, "{lost} of {N} renewed leases reported lost");
+    for n in names.iter().step_by(7) {
+        assert!(b.lock(n).try_acquire().await.unwrap().is_none(), "{n} expired while renewed");
+    }
+    for g in guards {
+        g.release().await.unwrap();
+    }
+    assert!(b.lock(&names[N - 1]).try_acquire().await.unwrap().is_some());
+}
+
+/// Re-entered guards dropped one by one: still held after the first drop, free after the
+/// second (both in the background).
+pub async fn dropped_reentrant_guards(store: &Store) {
+    let (a, b) = (store.client().await, store.client().await);
+    let name = unique("drop-reenter");
+    let lock = a.lock(&name);
+    let g1 = lock.acquire().await.unwrap();
+    let g2 = lock.acquire().await.unwrap();
+    drop(g2);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let info = b.inspect(&name).await.unwrap();
+    assert_eq!(info.holders.len(), 1, "freed by dropping one of two holds");
+    assert_eq!(info.holders[0].count, 1);
+    assert!(b.lock(&name).try_acquire().await.unwrap().is_none());
+    drop(g1);
+    let g =
+        bounded("acquire after both guards dropped", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
+    g.release().await.unwrap();
 }

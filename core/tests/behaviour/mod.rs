@@ -153,7 +153,9 @@ macro_rules! behaviour_suite {
             latch::count_down_from_many_clients,
             multi::timeout_cancel_and_dedup, multi::overlapping_subsets_exclude,
             errors::bad_store_options, errors::passwords_never_in_messages, errors::bad_durations_everywhere,
-            errors::closed_everywhere,
+            errors::closed_everywhere, errors::odd_names_are_distinct,
+            lock::watchdog_renews_many, lock::dropped_reentrant_guards,
+            rw::random_cancellation_leaves_no_writer_place, permits::permit_lost_when_released_elsewhere,
         );
     };
     (@tests $make:path; $($module:ident :: $check:ident),* $(,)?) => {

@@ -102,3 +102,19 @@ pub async fn crashed_watchdog_permit_returns(store: &Store) {
     assert!(died.elapsed() < Duration::from_millis(2900), "{:?}", died.elapsed());
     p.release().await.unwrap();
 }
+
+/// A watchdog permit released by id elsewhere is reported lost by its holder within a
+/// renewal period or so (the refused renewal), and its release is `LockLost`.
+pub async fn permit_lost_when_released_elsewhere(store: &Store) {
+    let name = unique("psem-taken");
+    let (a, b) = (store.client().await, store.client().await);
+    let p =
+        a.permit_semaphore_with(&name, 1, LockOptions::new().lease(Duration::from_secs(1))).acquire().await.unwrap();
+    b.permit_semaphore(&name, 1).release(p.id()).await.unwrap();
+    // Renewal every ~333 ms; the first refused one fires the signal. 2 s: slack for load,
+    // and still inside two lease lengths.
+    bounded("lost after release by id", Duration::from_secs(2), p.lost()).await;
+    assert!(p.is_lost());
+    assert_eq!(p.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    assert_eq!(b.permit_semaphore(&name, 1).available().await.unwrap(), 1);
+}

@@ -223,3 +223,35 @@ pub async fn vanished_writer_unblocks_readers(store: &Store) {
     g.release().await.unwrap();
     r.release().await.unwrap();
 }
+
+/// `write` futures dropped at random points while readers hold leave no writer queue
+/// place: new readers are welcome again at once, not only after the 5 s queue ttl.
+pub async fn random_cancellation_leaves_no_writer_place(store: &Store) {
+    let name = unique("rw-cancel");
+    let (a, b) = (store.client().await, store.client().await);
+    let r = a.rw_lock(&name).read().await.unwrap();
+    // 4 tasks × 100 rounds, each a fresh handle (a fresh writer id) dropped after 0–3 ms,
+    // side by side (see `fair::random_cancellation_leaves_no_queue_place`).
+    let mut tasks = Vec::new();
+    for t in 0..4u64 {
+        let (b, name) = (b.clone(), name.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..100u64 {
+                let h = b.rw_lock(&name);
+                let _ = tokio::time::timeout(Duration::from_micros((t * 997 + i * 7919) % 3000), h.write()).await;
+            }
+        }));
+    }
+    for t in tasks {
+        bounded("cancelling rounds", Duration::from_secs(30), t).await.unwrap();
+    }
+    // Bound: background `leave_queue`s take milliseconds; stale places last 5 s.
+    eventually("no writer places left", Duration::from_secs(2), || async {
+        a.rw_lock(&name).inspect().await.unwrap().waiters.is_empty()
+    })
+    .await;
+    let c = store.client().await;
+    let g = c.rw_lock(&name).try_read().await.unwrap();
+    assert!(g.is_some(), "a cancelled writer still turns readers away");
+    r.release().await.unwrap();
+}

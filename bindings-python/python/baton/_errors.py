@@ -60,3 +60,20 @@ class Closed(BatonError):
 
 class Unsupported(BatonError):
     """The store (or this build) cannot do what was asked."""
+
+
+# Shown (and pickled) as `baton.Timeout` etc., where users import them from.
+for _cls in (
+    BatonError,
+    InvalidArgument,
+    InvalidUrl,
+    Timeout,
+    NotHeld,
+    LockLost,
+    ConnectionError,
+    BackendError,
+    Closed,
+    Unsupported,
+):
+    _cls.__module__ = "baton"
+del _cls

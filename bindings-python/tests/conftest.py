@@ -1,0 +1,99 @@
+"""Store URLs for the behaviour suite, and small bounded helpers.
+
+Every test that takes the ``url`` fixture runs once per store:
+
+* ``memory://`` (a fresh in-process store per test) and ``sqlite://`` (a fresh file per
+  test), always;
+* every URL of ``BATON_TEST_URLS`` (comma-separated), always — asking for a URL this build
+  cannot open fails the run;
+* every ``BATON_TEST_<NAME>_URL`` variable (what ``scripts/services`` exports: Redis,
+  PostgreSQL, …) whose scheme this build of the core knows; a scheme the build lacks
+  (``Unsupported``) is listed in the report header and left out, so a store joins the
+  suite by URL as soon as the core gains it.
+
+Shared servers are isolated per test with the ``prefix`` URL option.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Dict, Iterator, List, Tuple
+
+import pytest
+
+import baton
+
+ENV_URL = re.compile(r"^BATON_TEST_([A-Z0-9_]+)_URL$")
+
+
+def _env_stores() -> Tuple[Dict[str, str], List[str]]:
+    """(id → URL of the stores to test, notes on the ones left out)."""
+    stores: Dict[str, str] = {}
+    notes: List[str] = []
+    for i, url in enumerate(u.strip() for u in os.environ.get("BATON_TEST_URLS", "").split(",")):
+        if url:
+            stores[f"{url.split(':', 1)[0]}-{i}"] = url
+    for var in sorted(os.environ):
+        m = ENV_URL.match(var)
+        if not m or not os.environ[var].strip():
+            continue
+        url = os.environ[var].strip()
+        try:
+            baton.connect(url).close()
+        except baton.Unsupported as e:
+            notes.append(f"{var}: not in this build ({e})")
+            continue
+        except baton.BatonError:
+            pass  # kept: the tests then fail with the store's error, as they should
+        stores[m.group(1).lower()] = url
+    return stores, notes
+
+
+ENV_STORES, ENV_NOTES = _env_stores()
+STORE_IDS = ["memory", "sqlite", *ENV_STORES]
+CROSS_PROCESS_IDS = [s for s in STORE_IDS if s != "memory"]
+
+
+def pytest_report_header(config: pytest.Config) -> List[str]:
+    lines = [f"baton {baton.__version__}; stores: {', '.join(STORE_IDS)}"]
+    lines += [f"  {s}: {u}" for s, u in ENV_STORES.items()]
+    lines += [f"  left out: {n}" for n in ENV_NOTES]
+    return lines
+
+
+def store_url(store: str, tmp_path: Path) -> str:
+    """A URL on `store` that no other test shares."""
+    tag = uuid.uuid4().hex[:12]
+    if store == "memory":
+        return f"memory://t{tag}"
+    if store == "sqlite":
+        return f"sqlite://{tmp_path / 'baton.db'}"
+    url = ENV_STORES[store]
+    return f"{url}{'&' if '?' in url else '?'}prefix=t{tag}/"
+
+
+@pytest.fixture(params=STORE_IDS)
+def store(request: pytest.FixtureRequest) -> str:
+    """The id of the store under test (``memory``, ``sqlite``, ``redis``, …)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def url(store: str, tmp_path: Path) -> str:
+    return store_url(store, tmp_path)
+
+
+@pytest.fixture(params=CROSS_PROCESS_IDS)
+def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL several processes can share (every store but ``memory://``)."""
+    return store_url(str(request.param), tmp_path)
+
+
+@pytest.fixture
+def client(url: str) -> Iterator[baton.Client]:
+    c = baton.connect(url)
+    yield c
+    c.close()

@@ -2,6 +2,8 @@
 //! reentrancy bookkeeping, timeouts and fencing bookkeeping live in `engine`, once.
 
 pub(crate) mod memory;
+#[cfg(feature = "redis")]
+mod redis;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod sql;
 mod stateful;
@@ -119,6 +121,14 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
     /// Starts listening for changes of `key`.
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>>;
 
+    /// Starts listening for the changes that may let `req` in. Stores that can wake one
+    /// waiter in particular (the head of a fair queue, as Redisson's per-waiter channels
+    /// do) override it; the default listens to every change of `key`.
+    async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
+        let _ = req;
+        self.subscribe(key).await
+    }
+
     /// Holders, waiters and the last token of `key`.
     async fn inspect(&self, key: &Key) -> Result<Inspection>;
 
@@ -173,6 +183,8 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
         "postgres" | "postgresql" => Ok(Arc::new(sql::postgres::Postgres::open(url).await?)),
         #[cfg(feature = "mysql")]
         "mysql" => Ok(Arc::new(sql::mysql::Mysql::open(url).await?)),
+        #[cfg(feature = "redis")]
+        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::Redis::open(url).await?)),
         s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
             Some((_, feature)) => Err(Error::unsupported(format!(
                 "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"

@@ -83,7 +83,7 @@ pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant
         let Some(s) = sub.as_mut() else {
             // Subscribe, then attempt again at once: a release between the first attempt
             // and the subscription would otherwise go unnoticed.
-            sub = Some(spec.ctx.backend.subscribe(&spec.key).await?);
+            sub = Some(spec.ctx.backend.subscribe_for(&spec.key, &req).await?);
             continue;
         };
         // Queue places must be refreshed well within their ttl.

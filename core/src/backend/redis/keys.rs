@@ -1,0 +1,225 @@
+//! Key and channel names, in Redisson's naming (`RedissonObject.prefixName` /
+//! `suffixName`): every key of one primitive carries the name's `{…}` hash tag, so they
+//! all live in one Redis Cluster slot. docs/redis-layout.md lists them.
+
+use crate::backend::{Family, Key};
+
+/// `prefixName(p, n)`: `p:{n}`, or `p:n` when `n` already has a `{`.
+pub(super) fn prefix_name(prefix: &str, name: &str) -> String {
+    if name.contains('{') { format!("{prefix}:{name}") } else { format!("{prefix}:{{{name}}}") }
+}
+
+/// `suffixName(n, s)`: `{n}:s`, or `n:s` when `n` already has a `{`.
+pub(super) fn suffix_name(name: &str, suffix: &str) -> String {
+    format!("{}:{suffix}", suffix_base(name))
+}
+
+/// What `suffixName` puts before `:suffix` (`{n}`, or `n` when it has a `{`): the
+/// read-write lock's per-hold timeout keys are `base:<field>:rwlock_timeout:<k>`.
+pub(super) fn suffix_base(name: &str) -> String {
+    if name.contains('{') { name.to_owned() } else { format!("{{{name}}}") }
+}
+
+/// Redisson's fencing counter (`RFencedLock`); baton's token counter for every
+/// primitive of the name.
+pub(super) fn token_counter(name: &str) -> String {
+    prefix_name("redisson_lock_token", name)
+}
+
+/// baton's own hash of the name (`t:<holder>` → the token of that holder's grant), a key
+/// Redisson never reads.
+pub(super) fn meta(name: &str) -> String {
+    suffix_name(name, "baton")
+}
+
+/// The keys and channel of `RLock` / `RFairLock` / `RFencedLock`.
+pub(super) struct LockKeys {
+    pub(super) hash: String,
+    pub(super) queue: String,
+    pub(super) timeouts: String,
+    pub(super) counter: String,
+    pub(super) meta: String,
+    /// `redisson_lock__channel:{N}`; a fair waiter listens on `…:{N}:<holder>`.
+    pub(super) channel: String,
+}
+
+impl LockKeys {
+    pub(super) fn new(name: &str) -> LockKeys {
+        LockKeys {
+            hash: name.to_owned(),
+            queue: prefix_name("redisson_lock_queue", name),
+            timeouts: prefix_name("redisson_lock_timeout", name),
+            counter: token_counter(name),
+            meta: meta(name),
+            channel: prefix_name("redisson_lock__channel", name),
+        }
+    }
+}
+
+/// The keys and channel of `RReadWriteLock`, plus baton's waiting-writer queue.
+pub(super) struct RwKeys {
+    pub(super) hash: String,
+    pub(super) queue: String,
+    pub(super) timeouts: String,
+    pub(super) counter: String,
+    pub(super) meta: String,
+    pub(super) base: String,
+    pub(super) channel: String,
+}
+
+impl RwKeys {
+    pub(super) fn new(name: &str) -> RwKeys {
+        RwKeys {
+            hash: name.to_owned(),
+            queue: prefix_name("baton_rwlock_queue", name),
+            timeouts: prefix_name("baton_rwlock_timeout", name),
+            counter: token_counter(name),
+            meta: meta(name),
+            base: suffix_base(name),
+            channel: prefix_name("redisson_rwlock", name),
+        }
+    }
+}
+
+/// The keys and channel of `RPermitExpirableSemaphore` (and `RSemaphore`'s counter).
+pub(super) struct SemKeys {
+    pub(super) count: String,
+    pub(super) permits: String,
+    pub(super) counter: String,
+    pub(super) meta: String,
+    pub(super) channel: String,
+}
+
+impl SemKeys {
+    pub(super) fn new(name: &str) -> SemKeys {
+        SemKeys {
+            count: name.to_owned(),
+            permits: suffix_name(name, "timeout"),
+            counter: token_counter(name),
+            meta: meta(name),
+            channel: prefix_name("redisson_sc", name),
+        }
+    }
+}
+
+/// `RCountDownLatch`'s channel: literal braces around the raw name, no colon.
+pub(super) fn latch_channel(name: &str) -> String {
+    format!("redisson_countdownlatch__channel__{{{name}}}")
+}
+
+/// The Redis name of `key`: a lock's (and fair lock's) name as is, as Redisson's
+/// `getLock(name)` has it; the other kinds under `rwlock:`, `semaphore:` and `latch:`, so
+/// that one name serves every kind of primitive as on the other stores (Redisson's
+/// objects of different kinds on one name would overwrite each other). `bare`
+/// (`?names=bare`) drops those prefixes: Redisson's exact names for every kind, one kind
+/// per name.
+pub(super) fn redis_name(key: &Key, bare: bool) -> String {
+    match key.family {
+        Family::Lock => key.name.clone(),
+        _ if bare => key.name.clone(),
+        f => format!("{}:{}", f.as_str(), key.name),
+    }
+}
+
+/// The channel every waiter of a `family` object called `name` (its Redis name) listens
+/// on (fair-lock waiters listen on their own).
+pub(super) fn channel(family: Family, name: &str) -> String {
+    match family {
+        Family::Lock => prefix_name("redisson_lock__channel", name),
+        Family::RwLock => prefix_name("redisson_rwlock", name),
+        Family::Semaphore => prefix_name("redisson_sc", name),
+        Family::Latch => latch_channel(name),
+    }
+}
+
+/// The first zset member of a permit holder: a permit id of 32 hex digits is stored as
+/// its 16 raw bytes, as `RPermitExpirableSemaphore` stores ids (so Redisson can release
+/// it by id); any other holder (a semaphore's `uuid:n` owner) as `holder/1`. Further
+/// permits of one holder are `holder/2`, `holder/3`, …
+pub(super) fn first_member(holder: &str) -> Vec<u8> {
+    match permit_id_bytes(holder) {
+        Some(b) => b.to_vec(),
+        None => format!("{holder}/1").into_bytes(),
+    }
+}
+
+/// The 16 bytes of a 32-hex-digit permit id.
+fn permit_id_bytes(id: &str) -> Option<[u8; 16]> {
+    if id.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in id.as_bytes().chunks(2).enumerate() {
+        let s = std::str::from_utf8(pair).ok()?;
+        out[i] = u8::from_str_radix(s, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The canonical form of a semaphore holder id (permit ids in lower case, as the member
+/// they are stored as reads back).
+pub(super) fn canonical_holder(holder: &str) -> String {
+    if permit_id_bytes(holder).is_some() { holder.to_ascii_lowercase() } else { holder.to_owned() }
+}
+
+/// The holder a permit member belongs to (the inverse of the member naming).
+pub(super) fn member_holder(member: &[u8]) -> String {
+    if member.len() == 16 {
+        return member.iter().map(|b| format!("{b:02x}")).collect();
+    }
+    let s = String::from_utf8_lossy(member);
+    match s.rsplit_once('/') {
+        Some((holder, n)) if !holder.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            holder.to_owned()
+        }
+        _ => s.into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redisson_naming() {
+        assert_eq!(prefix_name("redisson_lock__channel", "a"), "redisson_lock__channel:{a}");
+        assert_eq!(prefix_name("redisson_lock__channel", "x{t}y"), "redisson_lock__channel:x{t}y");
+        assert_eq!(suffix_name("a", "timeout"), "{a}:timeout");
+        assert_eq!(suffix_name("x{t}y", "timeout"), "x{t}y:timeout");
+        assert_eq!(latch_channel("a"), "redisson_countdownlatch__channel__{a}");
+        let k = LockKeys::new("jobs");
+        assert_eq!(
+            (k.queue.as_str(), k.timeouts.as_str(), k.counter.as_str(), k.meta.as_str()),
+            (
+                "redisson_lock_queue:{jobs}",
+                "redisson_lock_timeout:{jobs}",
+                "redisson_lock_token:{jobs}",
+                "{jobs}:baton"
+            )
+        );
+    }
+
+    #[test]
+    fn permit_members_round_trip() {
+        let id = "0123456789abcdef0123456789ABCDEF";
+        let m = first_member(id);
+        assert_eq!(m.len(), 16);
+        assert_eq!(member_holder(&m), id.to_ascii_lowercase());
+        assert_eq!(canonical_holder(id), id.to_ascii_lowercase());
+        let owner = "5f0c1d2e-0000-4000-8000-000000000000:7";
+        assert_eq!(first_member(owner), format!("{owner}/1").into_bytes());
+        assert_eq!(member_holder(format!("{owner}/12").as_bytes()), owner);
+        assert_eq!(member_holder(b"odd"), "odd");
+    }
+
+    #[test]
+    fn kinds_are_namespaced_unless_bare() {
+        let key = |family| Key { family, name: "x".to_owned() };
+        assert_eq!(redis_name(&key(Family::Lock), false), "x");
+        assert_eq!(redis_name(&key(Family::RwLock), false), "rwlock:x");
+        assert_eq!(redis_name(&key(Family::Semaphore), false), "semaphore:x");
+        assert_eq!(redis_name(&key(Family::Latch), false), "latch:x");
+        assert_eq!(redis_name(&key(Family::Semaphore), true), "x");
+        assert_eq!(channel(Family::Semaphore, "semaphore:x"), "redisson_sc:{semaphore:x}");
+    }
+}

@@ -1,0 +1,779 @@
+//! `redis://[user[:password]@]host[:port][/db]`: a single Redis server (≥ 6: the
+//! subscriber connection speaks RESP3).
+//!
+//! Every primitive keeps Redisson's data layout, so a Java service using Redisson and a
+//! baton client contend safely on the same names (docs/redis-layout.md has every key,
+//! field, channel and message, and where baton adds to Redisson):
+//! - `Lock` / `FairLock` ↔ `RLock` / `RFairLock` / `RFencedLock`,
+//! - `RwLock` ↔ `RReadWriteLock` (plus a waiting-writer queue Redisson ignores),
+//! - `Semaphore` / `PermitSemaphore` ↔ `RPermitExpirableSemaphore` (leased permits),
+//! - `CountDownLatch` ↔ `RCountDownLatch`.
+//!
+//! Each step is one Lua script run by `EVALSHA` (`scripts`), on the server's clock.
+//! Commands share one multiplexed connection (a `ConnectionManager`, which reconnects);
+//! waiters are woken through one subscriber connection per client (`pubsub`); watchdog
+//! renewals go out as one pipeline per batch.
+
+mod keys;
+mod pubsub;
+mod scripts;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{
+    Cmd, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo, RedisError, ServerErrorKind, Value,
+};
+
+use self::keys::{LockKeys, RwKeys, SemKeys};
+use self::pubsub::{Channels, Hub};
+use self::scripts::{Lua, SCRIPTS};
+use super::{Backend, COMMON_OPTIONS, Family, Key, Subscription};
+use crate::error::{Error, Result};
+use crate::inspect::Inspection;
+use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Request, Waiter};
+use crate::url::StoreUrl;
+
+/// Options of `redis://` besides the common ones.
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names"];
+/// How long one command may take before it fails with `Connection` (`?timeout=`).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long connecting may take (`?connect_timeout=`).
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const DEFAULT_PORT: u16 = 6379;
+
+/// The Redis store of one client.
+pub(crate) struct Redis {
+    conn: Mutex<Option<ConnectionManager>>,
+    hub: Arc<Hub>,
+    /// `Redis <url>`, password redacted: the prefix of every message.
+    store: String,
+    /// `?names=bare`: every kind of primitive under its bare name (see `keys::redis_name`).
+    bare: bool,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redis").field("store", &self.store).finish_non_exhaustive()
+    }
+}
+
+/// Maps a driver error: unreachable, dropped or timed-out connections are `Connection`,
+/// the rest `Backend`. The message never holds the URL's password (the driver's errors
+/// do not carry it, and `store` is redacted).
+fn error(store: &str, e: RedisError) -> Error {
+    let msg = format!("{store}: {e}");
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+        Error::connection(msg).with_source(e)
+    } else if msg.contains("WRONGTYPE") {
+        Error::backend(format!(
+            "{msg} (the name holds another kind of Redis object: a name must not be used by two kinds of \
+             primitive, as in Redisson)"
+        ))
+        .with_source(e)
+    } else {
+        Error::backend(msg).with_source(e)
+    }
+}
+
+fn parse_duration(url: &StoreUrl, name: &str, default: Duration) -> Result<Duration> {
+    match url.option(name) {
+        None => Ok(default),
+        Some(v) => crate::duration::parse(v)
+            .and_then(|d| crate::duration::validate(name, d))
+            .map_err(|e| Error::invalid_argument(format!("option `{name}` of {url}: {}", e.message()))),
+    }
+}
+
+/// `host[:port]`, `[v6]:port`, or nothing (127.0.0.1:6379).
+fn parse_host(url: &StoreUrl) -> Result<(String, u16)> {
+    let hosts = url.host_list();
+    let one = match hosts.as_slice() {
+        [] => return Ok(("127.0.0.1".to_owned(), DEFAULT_PORT)),
+        [one] => *one,
+        _ => {
+            return Err(Error::invalid_url(format!(
+                "{url} names several hosts; redis:// takes one server (Redis Cluster and Sentinel are separate \
+                 schemes)"
+            )));
+        }
+    };
+    let bad = || Error::invalid_url(format!("bad host or port `{one}` in {url}"));
+    let (host, port) = if let Some(rest) = one.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').ok_or_else(bad)?;
+        match after.strip_prefix(':') {
+            Some(p) => (h, Some(p)),
+            None if after.is_empty() => (h, None),
+            None => return Err(bad()),
+        }
+    } else {
+        match one.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (one, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad());
+    }
+    let port = match port {
+        Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(bad)?,
+        None => DEFAULT_PORT,
+    };
+    Ok((host.to_owned(), port))
+}
+
+/// The database number from the path (`/0`, `/3`; none is 0).
+fn parse_db(url: &StoreUrl) -> Result<i64> {
+    match url.path().trim_start_matches('/') {
+        "" => Ok(0),
+        p => p
+            .parse::<i64>()
+            .ok()
+            .filter(|d| *d >= 0)
+            .ok_or_else(|| Error::invalid_url(format!("the path of {url} must be a database number such as /0"))),
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The count argument of the release scripts (0: every hold).
+fn count_arg(count: u32) -> u32 {
+    if count == u32::MAX { 0 } else { count }
+}
+
+impl Redis {
+    pub(crate) async fn open(url: &StoreUrl) -> Result<Redis> {
+        match url.scheme() {
+            "redis" => {}
+            "rediss" => {
+                return Err(Error::unsupported(format!(
+                    "TLS (`rediss://`) is not supported yet by baton's Redis store ({url}); use redis://"
+                )));
+            }
+            s => {
+                return Err(Error::unsupported(format!(
+                    "`{s}://` is not supported yet by baton's Redis store ({url}); use redis:// for a single server"
+                )));
+            }
+        }
+        url.check_options(&[COMMON_OPTIONS, OPTIONS].concat())?;
+        let timeout = parse_duration(url, "timeout", DEFAULT_TIMEOUT)?;
+        let bare = match url.option("names") {
+            None | Some("typed") => false,
+            Some("bare") => true,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "option `names` of {url} is `typed` (the default) or `bare`, not `{other}`"
+                )));
+            }
+        };
+        let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
+        let (host, port) = parse_host(url)?;
+        let mut settings = RedisConnectionInfo::default().set_db(parse_db(url)?);
+        if let Some(user) = url.user().filter(|u| !u.is_empty()) {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = url.password() {
+            settings = settings.set_password(password);
+        }
+        let store = format!("Redis {url}");
+        let info = ConnectionAddr::Tcp(host, port).into_connection_info().map_err(|e| error(&store, e))?;
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(timeout))
+            .set_connection_timeout(Some(connect_timeout))
+            .set_number_of_retries(2)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_secs(1));
+
+        let client =
+            redis::Client::open(info.clone().set_redis_settings(settings.clone())).map_err(|e| error(&store, e))?;
+        let mut conn = ConnectionManager::new_with_config(client, config.clone())
+            .await
+            .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e))?;
+        // Loaded once; a server that lost them (restart, SCRIPT FLUSH) gets them again on
+        // the first NOSCRIPT.
+        load_scripts(&mut conn).await.map_err(|e| error(&store, e))?;
+
+        // The subscriber connection: RESP3 push messages, connected on first use.
+        let channels = Arc::new(Channels::default());
+        let sub_client = redis::Client::open(info.set_redis_settings(settings.set_protocol(ProtocolVersion::RESP3)))
+            .map_err(|e| error(&store, e))?;
+        let sub_config =
+            config.set_push_sender(pubsub::push_handler(Arc::downgrade(&channels))).set_automatic_resubscription();
+        let sub = ConnectionManager::new_lazy_with_config(sub_client, sub_config).map_err(|e| error(&store, e))?;
+        let hub = Arc::new(Hub::new(sub, channels, crate::rt::Rt::current(), timeout, store.clone()));
+        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare })
+    }
+
+    /// The Redis name of `key` (see `keys::redis_name`).
+    fn name(&self, key: &Key) -> String {
+        keys::redis_name(key, self.bare)
+    }
+
+    fn conn(&self) -> Result<ConnectionManager> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(Error::closed)
+    }
+
+    fn err(&self, e: RedisError) -> Error {
+        error(&self.store, e)
+    }
+
+    /// Runs `lua` by SHA, loading it again if the server lost it.
+    async fn eval(&self, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
+        let mut conn = self.conn()?;
+        let cmd = evalsha(lua, keys, args);
+        match cmd.query_async::<Value>(&mut conn).await {
+            Err(e) if is_noscript(&e) => {
+                lua.script.load_async(&mut conn).await.map_err(|e| self.err(e))?;
+                cmd.query_async(&mut conn).await.map_err(|e| self.err(e))
+            }
+            r => r.map_err(|e| self.err(e)),
+        }
+    }
+
+    fn reply_err(&self, what: &str, v: &Value) -> Error {
+        Error::backend(format!("{}: unexpected reply to {what}: {v:?}", self.store))
+    }
+
+    /// The renew call of one item (for single renewals and pipelined batches).
+    fn renew_call(&self, key: &Key, holder: &str, lease: Duration) -> Result<Cmd> {
+        let lease = ms(lease).to_string();
+        let n = &self.name(key);
+        Ok(match key.family {
+            Family::Lock => {
+                let k = LockKeys::new(n);
+                evalsha(
+                    &SCRIPTS.lock_renew,
+                    &[k.hash.as_bytes(), k.meta.as_bytes()],
+                    &[holder.as_bytes(), lease.as_bytes()],
+                )
+            }
+            Family::RwLock => {
+                let k = RwKeys::new(n);
+                evalsha(
+                    &SCRIPTS.rw_renew,
+                    &[k.hash.as_bytes(), k.meta.as_bytes()],
+                    &[holder.as_bytes(), lease.as_bytes(), k.base.as_bytes()],
+                )
+            }
+            Family::Semaphore => {
+                let k = SemKeys::new(n);
+                let holder = keys::canonical_holder(holder);
+                evalsha(
+                    &SCRIPTS.sem_renew,
+                    &[k.count.as_bytes(), k.permits.as_bytes(), k.meta.as_bytes()],
+                    &[holder.as_bytes(), &keys::first_member(&holder), lease.as_bytes(), k.channel.as_bytes()],
+                )
+            }
+            Family::Latch => return Err(Error::unsupported("a count-down latch has no lease to renew")),
+        })
+    }
+
+    async fn run_renew(&self, cmd: Cmd) -> Result<bool> {
+        let mut conn = self.conn()?;
+        let out = match cmd.query_async::<i64>(&mut conn).await {
+            Err(e) if is_noscript(&e) => {
+                load_scripts(&mut conn).await.map_err(|e| self.err(e))?;
+                cmd.query_async::<i64>(&mut conn).await
+            }
+            r => r,
+        };
+        out.map(|v| v == 1).map_err(|e| self.err(e))
+    }
+
+    async fn inspect_lock(&self, key: &Key) -> Result<(KeyState, u64)> {
+        let k = LockKeys::new(&self.name(key));
+        let v = self
+            .eval(
+                &SCRIPTS.lock_inspect,
+                &[
+                    k.hash.as_bytes(),
+                    k.queue.as_bytes(),
+                    k.timeouts.as_bytes(),
+                    k.counter.as_bytes(),
+                    k.meta.as_bytes(),
+                ],
+                &[],
+            )
+            .await?;
+        let bad = || self.reply_err("inspect", &v);
+        let [now, pttl, hash, queue, zset, counter, meta] = items(&v).ok_or_else(bad)? else {
+            return Err(bad());
+        };
+        let now = uint(now).ok_or_else(bad)?;
+        let pttl = int(pttl).ok_or_else(bad)?;
+        let tokens = pairs(meta);
+        let holds = pairs(hash)
+            .into_iter()
+            .filter_map(|(field, count)| {
+                let holder = String::from_utf8_lossy(field).into_owned();
+                let token = tokens
+                    .iter()
+                    .find(|(f, _)| f.strip_prefix(b"t:") == Some(field))
+                    .and_then(|(_, t)| bytes_u64(t))
+                    .unwrap_or(0);
+                Some(Hold {
+                    holder,
+                    mode: HoldMode::Exclusive,
+                    count: u32::try_from(bytes_u64(count)?).unwrap_or(u32::MAX),
+                    token,
+                    expires_ms: expiry(now, pttl),
+                })
+            })
+            .collect();
+        Ok((KeyState { fence: uint(counter).unwrap_or(0), holds, queue: waiters(now, queue, zset), count: 0 }, now))
+    }
+
+    async fn inspect_rw(&self, key: &Key) -> Result<(KeyState, u64)> {
+        let k = RwKeys::new(&self.name(key));
+        let v = self
+            .eval(
+                &SCRIPTS.rw_inspect,
+                &[
+                    k.hash.as_bytes(),
+                    k.queue.as_bytes(),
+                    k.timeouts.as_bytes(),
+                    k.counter.as_bytes(),
+                    k.meta.as_bytes(),
+                ],
+                &[k.base.as_bytes()],
+            )
+            .await?;
+        let bad = || self.reply_err("inspect", &v);
+        let [now, counter, holds, queue, zset] = items(&v).ok_or_else(bad)? else {
+            return Err(bad());
+        };
+        let now = uint(now).ok_or_else(bad)?;
+        let mut out = Vec::new();
+        for h in items(holds).ok_or_else(bad)? {
+            let [field, count, left, token] = items(h).ok_or_else(bad)? else {
+                return Err(bad());
+            };
+            let holder = String::from_utf8_lossy(bytes(field).ok_or_else(bad)?).into_owned();
+            let mode = if holder.ends_with(":write") { HoldMode::Write } else { HoldMode::Read };
+            out.push(Hold {
+                holder,
+                mode,
+                count: u32::try_from(uint(count).ok_or_else(bad)?).unwrap_or(u32::MAX),
+                token: uint(token).unwrap_or(0),
+                expires_ms: expiry(now, int(left).ok_or_else(bad)?),
+            });
+        }
+        let queue = waiters(now, queue, zset).into_iter().map(|w| Waiter { mode: HoldMode::Write, ..w }).collect();
+        Ok((KeyState { fence: uint(counter).unwrap_or(0), holds: out, queue, count: 0 }, now))
+    }
+
+    async fn inspect_sem(&self, key: &Key) -> Result<(KeyState, u64)> {
+        let k = SemKeys::new(&self.name(key));
+        let v = self
+            .eval(&SCRIPTS.sem_inspect, &[k.permits.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()], &[])
+            .await?;
+        let bad = || self.reply_err("inspect", &v);
+        let [now, zset, counter, meta] = items(&v).ok_or_else(bad)? else {
+            return Err(bad());
+        };
+        let now = uint(now).ok_or_else(bad)?;
+        let tokens = pairs(meta);
+        let mut holds: Vec<Hold> = Vec::new();
+        for (member, score) in pairs(zset) {
+            let Some(score) = bytes_f64(score) else { continue };
+            if score <= now as f64 {
+                continue;
+            }
+            let holder = keys::member_holder(member);
+            match holds.iter_mut().find(|h| h.holder == holder) {
+                Some(h) => h.count += 1,
+                None => {
+                    let field = format!("t:{holder}");
+                    let token = tokens
+                        .iter()
+                        .find(|(f, _)| *f == field.as_bytes())
+                        .and_then(|(_, t)| bytes_u64(t))
+                        .unwrap_or(0);
+                    holds.push(Hold {
+                        holder,
+                        mode: HoldMode::Permits,
+                        count: 1,
+                        token,
+                        expires_ms: score.min(u64::MAX as f64) as u64,
+                    });
+                }
+            }
+        }
+        Ok((KeyState { fence: uint(counter).unwrap_or(0), holds, queue: Vec::new(), count: 0 }, now))
+    }
+
+    fn attempt(&self, what: &str, v: &Value) -> Result<Attempt> {
+        let bad = || self.reply_err(what, v);
+        let r = items(v).ok_or_else(bad)?;
+        match r.first().and_then(int) {
+            Some(1) => {
+                let [_, token, count, fresh] = r else { return Err(bad()) };
+                Ok(Attempt::Granted {
+                    token: uint(token).ok_or_else(bad)?,
+                    count: u32::try_from(uint(count).ok_or_else(bad)?).unwrap_or(u32::MAX),
+                    fresh: int(fresh) == Some(1),
+                })
+            }
+            Some(0) => {
+                let retry = r.get(1).and_then(int).ok_or_else(bad)?;
+                Ok(Attempt::Busy { retry_ms: u64::try_from(retry).ok().map(|ms| ms.max(1)) })
+            }
+            Some(4) => Err(Error::invalid_argument(
+                "cannot upgrade a read hold to a write hold (it would wait on itself); release the read lock first",
+            )),
+            Some(5) => Err(Error::backend(format!(
+                "{}: this name holds a Redis hash that is not a read-write lock (a lock of the same name?); a name \
+                 must not be used by two kinds of primitive",
+                self.store
+            ))),
+            _ => Err(bad()),
+        }
+    }
+
+    fn released(&self, v: &Value, count: u32) -> Result<Released> {
+        let bad = || self.reply_err("release", v);
+        let r = items(v).ok_or_else(bad)?;
+        match r.first().and_then(int) {
+            Some(0) => Ok(Released::NotHeld),
+            Some(1) => Ok(Released::Freed),
+            Some(2) => {
+                Ok(Released::StillHeld(u32::try_from(r.get(1).and_then(uint).ok_or_else(bad)?).unwrap_or(u32::MAX)))
+            }
+            Some(3) => {
+                let held = r.get(1).and_then(uint).ok_or_else(bad)?;
+                Err(Error::invalid_argument(format!("cannot release {count} permits: this holder holds {held}")))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// `EVALSHA sha nkeys keys… args…`.
+fn evalsha(lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(lua.script.get_hash()).arg(keys.len());
+    for k in keys {
+        cmd.arg(*k);
+    }
+    for a in args {
+        cmd.arg(*a);
+    }
+    cmd
+}
+
+fn is_noscript(e: &RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
+}
+
+/// Loads every script (one round trip).
+async fn load_scripts(conn: &mut ConnectionManager) -> redis::RedisResult<()> {
+    let mut load = redis::pipe();
+    for s in SCRIPTS.all() {
+        load.cmd("SCRIPT").arg("LOAD").arg(s.code).ignore();
+    }
+    load.exec_async(conn).await
+}
+
+/// The absolute expiry of a hold with `left` ms to go (`left` -1: no ttl).
+fn expiry(now: u64, left: i64) -> u64 {
+    match u64::try_from(left) {
+        Ok(l) => now.saturating_add(l),
+        Err(_) if left == -1 => u64::MAX,
+        Err(_) => now,
+    }
+}
+
+fn items(v: &Value) -> Option<&[Value]> {
+    match v {
+        Value::Array(a) | Value::Set(a) => Some(a),
+        _ => None,
+    }
+}
+
+fn bytes(v: &Value) -> Option<&[u8]> {
+    match v {
+        Value::BulkString(b) => Some(b),
+        Value::SimpleString(s) => Some(s.as_bytes()),
+        _ => None,
+    }
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        other => std::str::from_utf8(bytes(other)?).ok()?.parse().ok(),
+    }
+}
+
+fn uint(v: &Value) -> Option<u64> {
+    int(v).and_then(|i| u64::try_from(i).ok())
+}
+
+fn bytes_u64(b: &[u8]) -> Option<u64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+fn bytes_f64(b: &[u8]) -> Option<f64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// A flat `[k1, v1, k2, v2, …]` reply (HGETALL, ZRANGE WITHSCORES) as byte pairs.
+fn pairs(v: &Value) -> Vec<(&[u8], &[u8])> {
+    items(v).unwrap_or_default().chunks_exact(2).filter_map(|p| Some((bytes(&p[0])?, bytes(&p[1])?))).collect()
+}
+
+/// The live places of a queue (list + expiry zset), in order.
+fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
+    let scores = pairs(zset);
+    items(queue)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|w| {
+            let w = bytes(w)?;
+            let score = scores.iter().find(|(m, _)| *m == w).and_then(|(_, s)| bytes_f64(s))?;
+            (score > now as f64).then(|| Waiter {
+                holder: String::from_utf8_lossy(w).into_owned(),
+                mode: HoldMode::Exclusive,
+                expires_ms: score as u64,
+            })
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Backend for Redis {
+    async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        let n = &self.name(key);
+        let lease = req.lease_ms.to_string();
+        let enqueue = if req.enqueue { "1" } else { "0" };
+        let qttl = req.queue_ttl_ms.to_string();
+        let v = match (&key.family, &req.mode) {
+            (Family::Lock, Mode::Exclusive | Mode::Fair) => {
+                let k = LockKeys::new(n);
+                let fair = if matches!(req.mode, Mode::Fair) { "1" } else { "0" };
+                self.eval(
+                    &SCRIPTS.lock_acquire,
+                    &[
+                        k.hash.as_bytes(),
+                        k.queue.as_bytes(),
+                        k.timeouts.as_bytes(),
+                        k.counter.as_bytes(),
+                        k.meta.as_bytes(),
+                    ],
+                    &[
+                        req.holder.as_bytes(),
+                        lease.as_bytes(),
+                        fair.as_bytes(),
+                        enqueue.as_bytes(),
+                        qttl.as_bytes(),
+                        k.channel.as_bytes(),
+                    ],
+                )
+                .await?
+            }
+            (Family::RwLock, Mode::Read { .. } | Mode::Write) => {
+                let k = RwKeys::new(n);
+                let (side, other) = match &req.mode {
+                    Mode::Read { writer } => ("r", writer.as_str()),
+                    _ => ("w", state::read_holder_of(&req.holder)),
+                };
+                self.eval(
+                    &SCRIPTS.rw_acquire,
+                    &[
+                        k.hash.as_bytes(),
+                        k.queue.as_bytes(),
+                        k.timeouts.as_bytes(),
+                        k.counter.as_bytes(),
+                        k.meta.as_bytes(),
+                    ],
+                    &[
+                        req.holder.as_bytes(),
+                        lease.as_bytes(),
+                        side.as_bytes(),
+                        other.as_bytes(),
+                        enqueue.as_bytes(),
+                        qttl.as_bytes(),
+                        k.base.as_bytes(),
+                        k.channel.as_bytes(),
+                    ],
+                )
+                .await?
+            }
+            (Family::Semaphore, Mode::Permits { count, limit }) => {
+                let k = SemKeys::new(n);
+                let holder = keys::canonical_holder(&req.holder);
+                self.eval(
+                    &SCRIPTS.sem_acquire,
+                    &[k.count.as_bytes(), k.permits.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()],
+                    &[
+                        holder.as_bytes(),
+                        &keys::first_member(&holder),
+                        count.to_string().as_bytes(),
+                        limit.to_string().as_bytes(),
+                        lease.as_bytes(),
+                        k.channel.as_bytes(),
+                    ],
+                )
+                .await?
+            }
+            (family, mode) => {
+                return Err(Error::backend(format!("internal error: {mode:?} on a {} key", family.as_str())));
+            }
+        };
+        self.attempt("acquire", &v)
+    }
+
+    async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
+        self.run_renew(self.renew_call(key, holder, lease)?).await
+    }
+
+    /// One pipeline per batch: a round trip for up to `renewer::BATCH` leases.
+    async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
+        let mut pipe = redis::pipe();
+        for (key, holder) in items {
+            pipe.add_command(self.renew_call(key, holder, lease)?);
+        }
+        pipe.ignore_errors();
+        let mut conn = self.conn()?;
+        let mut out: Vec<redis::RedisResult<i64>> = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        if out.iter().any(|r| r.as_ref().is_err_and(is_noscript)) {
+            load_scripts(&mut conn).await.map_err(|e| self.err(e))?;
+            out = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        }
+        // An item the server refused (a name reused by another kind of object) is lost;
+        // the others stand.
+        Ok(out.into_iter().map(|r| matches!(r, Ok(1))).collect())
+    }
+
+    async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
+        let n = &self.name(key);
+        let c = count_arg(count).to_string();
+        let v = match key.family {
+            Family::Lock => {
+                let k = LockKeys::new(n);
+                self.eval(
+                    &SCRIPTS.lock_release,
+                    &[k.hash.as_bytes(), k.queue.as_bytes(), k.timeouts.as_bytes(), k.meta.as_bytes()],
+                    &[holder.as_bytes(), c.as_bytes(), k.channel.as_bytes()],
+                )
+                .await?
+            }
+            Family::RwLock => {
+                let k = RwKeys::new(n);
+                self.eval(
+                    &SCRIPTS.rw_release,
+                    &[k.hash.as_bytes(), k.meta.as_bytes()],
+                    &[holder.as_bytes(), c.as_bytes(), k.base.as_bytes(), k.channel.as_bytes()],
+                )
+                .await?
+            }
+            Family::Semaphore => {
+                let k = SemKeys::new(n);
+                let holder = keys::canonical_holder(holder);
+                self.eval(
+                    &SCRIPTS.sem_release,
+                    &[k.count.as_bytes(), k.permits.as_bytes(), k.meta.as_bytes()],
+                    &[holder.as_bytes(), &keys::first_member(&holder), c.as_bytes(), k.channel.as_bytes()],
+                )
+                .await?
+            }
+            Family::Latch => return Err(Error::unsupported("a count-down latch has no holds to release")),
+        };
+        self.released(&v, count)
+    }
+
+    async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
+        let n = &self.name(key);
+        match key.family {
+            Family::Lock => {
+                let k = LockKeys::new(n);
+                self.eval(
+                    &SCRIPTS.lock_leave,
+                    &[k.queue.as_bytes(), k.timeouts.as_bytes(), k.hash.as_bytes()],
+                    &[holder.as_bytes(), k.channel.as_bytes()],
+                )
+                .await?;
+            }
+            Family::RwLock => {
+                let k = RwKeys::new(n);
+                self.eval(
+                    &SCRIPTS.rw_leave,
+                    &[k.queue.as_bytes(), k.timeouts.as_bytes()],
+                    &[holder.as_bytes(), k.channel.as_bytes()],
+                )
+                .await?;
+            }
+            // No queues: permits and latches are taken by whoever comes first.
+            Family::Semaphore | Family::Latch => {}
+        }
+        Ok(())
+    }
+
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        // An unlock message `0` on a lock channel wakes one local waiter (one grant is
+        // possible); the other channels wake every waiter.
+        self.hub.subscribe(keys::channel(key.family, &self.name(key)), key.family == Family::Lock).await
+    }
+
+    /// A fair-lock waiter listens on its own channel, as `RFairLock` waiters do: a release
+    /// wakes the head of the queue only.
+    async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
+        match (&key.family, &req.mode) {
+            (Family::Lock, Mode::Fair) => {
+                let channel = format!("{}:{}", keys::channel(key.family, &self.name(key)), req.holder);
+                self.hub.subscribe(channel, false).await
+            }
+            _ => self.subscribe(key).await,
+        }
+    }
+
+    async fn inspect(&self, key: &Key) -> Result<Inspection> {
+        // Leases are absolute times on the server's clock; `from_state` reports what is
+        // left of each at the server's `now`.
+        let (s, now) = match key.family {
+            Family::Lock => self.inspect_lock(key).await?,
+            Family::RwLock => self.inspect_rw(key).await?,
+            Family::Semaphore => self.inspect_sem(key).await?,
+            Family::Latch => (KeyState { count: self.latch_count(key).await?, ..KeyState::default() }, 0),
+        };
+        Ok(Inspection::from_state(key, &s, now))
+    }
+
+    async fn latch_try_set(&self, key: &Key, count: u64) -> Result<bool> {
+        if i64::try_from(count).is_err() {
+            return Err(Error::invalid_argument(format!(
+                "latch count {count} is too large for Redis (max {})",
+                i64::MAX
+            )));
+        }
+        let n = self.name(key);
+        let channel = keys::latch_channel(&n);
+        let v =
+            self.eval(&SCRIPTS.latch_set, &[n.as_bytes()], &[count.to_string().as_bytes(), channel.as_bytes()]).await?;
+        Ok(int(&v) == Some(1))
+    }
+
+    async fn latch_count_down(&self, key: &Key) -> Result<u64> {
+        let n = self.name(key);
+        let channel = keys::latch_channel(&n);
+        let v = self.eval(&SCRIPTS.latch_down, &[n.as_bytes()], &[channel.as_bytes()]).await?;
+        uint(&v).ok_or_else(|| self.reply_err("count_down", &v))
+    }
+
+    async fn latch_count(&self, key: &Key) -> Result<u64> {
+        let mut conn = self.conn()?;
+        let v: Option<i64> =
+            redis::cmd("GET").arg(self.name(key)).query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
+    }
+
+    async fn close(&self) {
+        self.hub.close();
+        self.conn.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}

@@ -1,0 +1,162 @@
+//! The behaviour suite and the cross-process checks on `redis://` (the server of
+//! `scripts/services`, URL in `BATON_TEST_REDIS_URL`), each test under a key prefix of
+//! its own; and the Redis store's own checks (URL forms, passwords, scripts lost by the
+//! server, many leases renewed in pipelined batches).
+#![cfg(feature = "redis")]
+
+mod behaviour;
+
+use std::time::Duration;
+
+use baton::{Client, ErrorKind, LockOptions};
+use behaviour::{Store, bounded, unique};
+
+/// The server's URL. Unset: a failure under CI (a skipped store must never count as
+/// passing there); elsewhere the whole binary stops with a message, as a skip.
+fn server() -> String {
+    match std::env::var("BATON_TEST_REDIS_URL") {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDIS_URL"),
+        Err(_) => {
+            eprintln!(
+                "BATON_TEST_REDIS_URL is not set: skipping the Redis tests (run `scripts/services start redis` and \
+                 source its services.env)"
+            );
+            std::process::exit(0);
+        }
+    }
+}
+
+/// `url` with a query option added.
+fn with_option(url: &str, opt: &str) -> String {
+    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+}
+
+/// The server as it is: every check names its keys with `unique()` (a UUID each), so
+/// tests and runs never collide; a `?prefix=` would also make the suite's 255-byte names
+/// too long.
+fn store() -> Store {
+    Store { url: server(), keep: None }
+}
+
+/// The server under a prefix of its own (this file's own checks).
+fn prefixed(extra: &str) -> String {
+    let prefix = format!("baton-test:{}:", uuid::Uuid::new_v4().simple());
+    with_option(&with_option(&server(), &format!("prefix={prefix}")), extra).trim_end_matches(['?', '&']).to_owned()
+}
+
+behaviour_suite!(crate::store);
+cross_process_suite!(crate::store);
+
+/// A plain connection to the test server, to look at the keys.
+async fn raw() -> redis::aio::MultiplexedConnection {
+    let url = server();
+    let base = url.split('?').next().unwrap().to_owned();
+    redis::Client::open(base).unwrap().get_multiplexed_async_connection().await.unwrap()
+}
+
+/// URL forms: hosts, ports, databases and options are checked before connecting.
+#[tokio::test]
+async fn url_forms() {
+    for (url, kind, needle) in [
+        ("redis://127.0.0.1:6379,127.0.0.1:6380", ErrorKind::InvalidUrl, "several hosts"),
+        ("redis://127.0.0.1:notaport", ErrorKind::InvalidUrl, "notaport"),
+        ("redis://127.0.0.1:0", ErrorKind::InvalidUrl, "127.0.0.1:0"),
+        ("redis://[::1", ErrorKind::InvalidUrl, "[::1"),
+        ("redis://127.0.0.1:6379/x", ErrorKind::InvalidUrl, "database number"),
+        ("redis://127.0.0.1:6379?timeout=0s", ErrorKind::InvalidArgument, "timeout"),
+        ("redis://127.0.0.1:6379?nope=1", ErrorKind::InvalidUrl, "nope"),
+        ("redis://127.0.0.1:6379?names=weird", ErrorKind::InvalidArgument, "weird"),
+        ("rediss://u:hunter2@127.0.0.1:6379", ErrorKind::Unsupported, "TLS"),
+        ("redis+cluster://127.0.0.1:7101,127.0.0.1:7102", ErrorKind::Unsupported, "redis+cluster"),
+        ("redis+sentinel://127.0.0.1:26379/mymaster", ErrorKind::Unsupported, "redis+sentinel"),
+    ] {
+        let e = Client::connect(url).await.expect_err(url);
+        assert_eq!(e.kind(), kind, "{url}: {e}");
+        assert!(e.to_string().contains(needle), "{url}: `{e}` should mention `{needle}`");
+        assert!(!format!("{e} {e:?}").contains("hunter2"), "{url}: {e:?}");
+    }
+}
+
+/// A refused connection is a prompt `Connection` error without the password; a wrong
+/// password is one too.
+#[tokio::test]
+async fn connection_errors_hide_passwords() {
+    let t0 = std::time::Instant::now();
+    let e = Client::connect("redis://u:hunter2@127.0.0.1:1").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "gave up after {:?}", t0.elapsed());
+    assert!(!format!("{e} {e:?}").contains("hunter2"), "{e:?}");
+    let base = server().split('?').next().unwrap().to_owned();
+    let (_, rest) = base.split_once("://").unwrap();
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let e = Client::connect(&format!("redis://nobody:hunter2@{rest}")).await.unwrap_err();
+    assert!(!format!("{e} {e:?}").contains("hunter2"), "{e:?}");
+    let c = Client::connect(&prefixed("")).await.unwrap();
+    assert!(!format!("{c:?}").contains("hunter2"));
+}
+
+/// A server that forgot the scripts (`SCRIPT FLUSH`, a restart) gets them again: single
+/// calls and pipelined renewals both keep working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_reloaded_after_flush() {
+    let c = Client::connect(&prefixed("")).await.unwrap();
+    let name = unique("flush");
+    let opts = LockOptions::new().lease(Duration::from_millis(900)).renew_every(Duration::from_millis(300));
+    let g = c.lock_with(&name, opts).acquire().await.unwrap();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw().await).await.unwrap();
+    // Renewals (pipelined) across the flush keep the lease.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!g.is_lost());
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw().await).await.unwrap();
+    assert!(c.lock(&name).try_acquire().await.unwrap().is_none());
+    g.release().await.unwrap();
+    let sem = c.semaphore(&name, 2);
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw().await).await.unwrap();
+    sem.acquire().await.unwrap().release().await.unwrap();
+}
+
+/// 1 000 watchdog leases are renewed without loss (pipelined batches of 100).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_leases_renewed() {
+    let url = prefixed("");
+    let c = Client::connect(&url).await.unwrap();
+    let opts = LockOptions::new().lease(Duration::from_millis(1500)).renew_every(Duration::from_millis(500));
+    let base = unique("many");
+    let mut guards = Vec::new();
+    for i in 0..1000 {
+        guards.push(c.lock_with(&format!("{base}/{i}"), opts.clone()).acquire().await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(guards.iter().all(|g| !g.is_lost()), "a renewed lease was lost");
+    let other = Client::connect(&url).await.unwrap();
+    assert!(other.lock(&format!("{base}/999")).try_acquire().await.unwrap().is_none());
+}
+
+/// `?names=bare` puts every kind under Redisson's exact name: a semaphore `x` is the
+/// counter `x` (as `RPermitExpirableSemaphore("x")`), and a name used by two kinds is a
+/// `Backend` error naming the clash, not a hang or a panic. By default the kinds other
+/// than locks live under `semaphore:`, `rwlock:`, `latch:`.
+#[tokio::test]
+async fn bare_and_typed_names() {
+    let (bare, typed) = (prefixed("names=bare"), prefixed(""));
+    let pre = |url: &str| url.split("prefix=").nth(1).unwrap().split('&').next().unwrap().to_owned();
+    let name = unique("names");
+    let mut raw = raw().await;
+    let c = Client::connect(&bare).await.unwrap();
+    let p = c.semaphore(&name, 3).acquire().await.unwrap();
+    let left: i64 = redis::cmd("GET").arg(format!("{}{name}", pre(&bare))).query_async(&mut raw).await.unwrap();
+    assert_eq!(left, 2);
+    let e =
+        bounded("a lock on a semaphore's name", Duration::from_secs(5), c.lock(&name).try_acquire()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Backend, "{e}");
+    assert!(e.to_string().contains("another kind"), "{e}");
+    p.release().await.unwrap();
+    let t = Client::connect(&typed).await.unwrap();
+    let p = t.semaphore(&name, 3).acquire().await.unwrap();
+    let key = format!("semaphore:{}{name}", pre(&typed));
+    let left: i64 = redis::cmd("GET").arg(&key).query_async(&mut raw).await.unwrap();
+    assert_eq!(left, 2);
+    assert!(t.count_down_latch(&name).try_set_count(1).await.unwrap(), "kinds do not clash");
+    p.release().await.unwrap();
+}

@@ -1,0 +1,395 @@
+//! Wire compatibility with Redisson, with the plain `redis` crate playing Redisson's part:
+//! holds written exactly as Redisson writes them make baton wait, releases done the way
+//! Redisson does them (its unlock scripts and messages) wake baton at once, and baton's
+//! holds read back in Redisson's layout. The scripts below follow Redisson's
+//! (RedissonLock, RedissonFairLock, RedissonReadLock, RedissonPermitExpirableSemaphore,
+//! RedissonCountDownLatch): same keys, fields, arguments and messages.
+//! The server is `BATON_TEST_REDIS_URL` (see `redis.rs` for the unset case).
+#![cfg(feature = "redis")]
+
+use std::time::Duration;
+
+use baton::{Client, LockOptions};
+use redis::aio::MultiplexedConnection;
+use tokio::time::Instant;
+
+/// Well under the engine's 1 s re-check: a wake-up this fast came from the message.
+const WAKE: Duration = Duration::from_millis(500);
+
+fn server() -> String {
+    match std::env::var("BATON_TEST_REDIS_URL") {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("CI").is_some() => panic!("BATON_TEST_REDIS_URL is not set"),
+        Err(_) => {
+            eprintln!("BATON_TEST_REDIS_URL is not set: skipping the Redis interop tests");
+            std::process::exit(0);
+        }
+    }
+}
+
+/// A baton client under a fresh key prefix (`extra`: more URL options), and the prefix.
+async fn baton(extra: &str) -> (Client, String) {
+    let prefix = format!("interop:{}:", uuid::Uuid::new_v4().simple());
+    let url = server();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let c = Client::connect(&format!("{url}{sep}prefix={prefix}{extra}")).await.unwrap();
+    (c, prefix)
+}
+
+async fn raw() -> MultiplexedConnection {
+    let base = server().split('?').next().unwrap().to_owned();
+    redis::Client::open(base).unwrap().get_multiplexed_async_connection().await.unwrap()
+}
+
+/// A Redisson client id and thread: the hash field `uuid:threadId`.
+fn redisson_field() -> String {
+    format!("{}:{}", uuid::Uuid::new_v4(), 77)
+}
+
+async fn eval(con: &mut MultiplexedConnection, script: &str, keys: &[&str], args: &[&str]) -> redis::Value {
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(script).arg(keys.len()).arg(keys).arg(args);
+    cmd.query_async(con).await.unwrap()
+}
+
+/// `RedissonLock.tryLockInnerAsync`: KEYS = [N], ARGV = [leaseMs, field]; nil when
+/// acquired, else the holder's PTTL.
+const RLOCK_ACQUIRE: &str = "
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])";
+
+/// `RedissonLock.unlockInnerAsync`: KEYS = [N, channel, unlock latch],
+/// ARGV = [0, leaseMs, field, publish command, latch ttl].
+const RLOCK_RELEASE: &str = "
+local v = redis.call('get', KEYS[3])
+if v ~= false then return tonumber(v) end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+local c = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if c > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1";
+
+/// `RedissonFairLock.unlockInnerAsync` once the hold is gone: publishes `0` on the head
+/// waiter's own channel. KEYS = [N, queue, timeouts, channel], ARGV = [0, field].
+const RFAIR_RELEASE: &str = "
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return nil end
+redis.call('del', KEYS[1])
+local next = redis.call('lindex', KEYS[2], 0)
+if next ~= false then redis.call('publish', KEYS[4] .. ':' .. next, ARGV[1]) end
+return 1";
+
+/// `RedissonCountDownLatch.trySetCount`: KEYS = [N, channel], ARGV = [1, count].
+const LATCH_SET: &str = "
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('set', KEYS[1], ARGV[2])
+  redis.call('publish', KEYS[2], ARGV[1])
+  return 1
+end
+return 0";
+
+/// `RedissonCountDownLatch.countDown`: KEYS = [N, channel], ARGV = [0].
+const LATCH_DOWN: &str = "
+local v = redis.call('decr', KEYS[1])
+if v <= 0 then redis.call('del', KEYS[1]) end
+if v == 0 then redis.call('publish', KEYS[2], ARGV[1]) end";
+
+/// A hold written as Redisson writes it (HINCRBY field 1 + PEXPIRE, re-entered once)
+/// makes baton wait; Redisson's unlock — its script, publishing `0` on
+/// `redisson_lock__channel:{N}` — wakes the baton waiter at once, and only after the last
+/// of the two unlocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_hold_blocks_baton_and_its_unlock_wakes_it() {
+    let (c, prefix) = baton("").await;
+    let name = "orders/42";
+    let n = format!("{prefix}{name}");
+    let channel = format!("redisson_lock__channel:{{{n}}}");
+    let field = redisson_field();
+    let mut con = raw().await;
+    for _ in 0..2 {
+        assert_eq!(eval(&mut con, RLOCK_ACQUIRE, &[&n], &["30000", &field]).await, redis::Value::Nil);
+    }
+    assert!(c.lock(name).try_acquire().await.unwrap().is_none(), "baton ignored Redisson's hold");
+    let info = c.inspect(name).await.unwrap();
+    assert_eq!((info.holders[0].owner.as_str(), info.holders[0].count), (field.as_str(), 2));
+    assert!(info.holders[0].lease_left.is_some_and(|l| l <= Duration::from_secs(30)));
+    let waiter = tokio::spawn({
+        let c = c.clone();
+        async move { c.lock(name).acquire().await.map(|g| (g, Instant::now())) }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished());
+    let unlock = |id: &str| format!("redisson_unlock_latch:{{{n}}}:{id}");
+    let latch1 = unlock("a");
+    let r = eval(&mut con, RLOCK_RELEASE, &[&n, &channel, &latch1], &["0", "30000", &field, "publish", "5000"]).await;
+    assert_eq!(r, redis::Value::Int(0), "re-entered once: still held");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiter.is_finished(), "baton got in while Redisson still held");
+    let latch2 = unlock("b");
+    let released = Instant::now();
+    let r = eval(&mut con, RLOCK_RELEASE, &[&n, &channel, &latch2], &["0", "30000", &field, "publish", "5000"]).await;
+    assert_eq!(r, redis::Value::Int(1));
+    let (g, at) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    let latency = at.duration_since(released);
+    eprintln!("woken {latency:?} after the Redisson-side release");
+    assert!(latency < WAKE, "baton noticed Redisson's unlock after {latency:?}");
+    // Now Redisson waits on baton.
+    let busy = eval(&mut con, RLOCK_ACQUIRE, &[&n], &["30000", &field]).await;
+    assert!(matches!(busy, redis::Value::Int(ms) if ms > 0 && ms <= 30_000), "{busy:?}");
+    g.release().await.unwrap();
+    let _: () = redis::cmd("DEL").arg(&latch1).arg(&latch2).query_async(&mut con).await.unwrap();
+}
+
+/// A baton hold reads back in Redisson's layout: the hash field `uuid:n` = hold count,
+/// a PTTL, the fencing counter `redisson_lock_token:{N}` = the grant's token; a full
+/// release publishes `0` on `redisson_lock__channel:{N}` (what Redisson's waiters wait
+/// for); baton's own token record is in a key Redisson ignores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baton_hold_reads_back_as_redisson() {
+    let (c, prefix) = baton("").await;
+    let name = "jobs/7";
+    let n = format!("{prefix}{name}");
+    let mut con = raw().await;
+    // A Redisson waiter's view: a subscriber on the lock's channel (a blocking
+    // connection on its own thread).
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let listener = std::thread::spawn({
+        let (url, channel) =
+            (server().split('?').next().unwrap().to_owned(), format!("redisson_lock__channel:{{{n}}}"));
+        move || {
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut sub = con.as_pubsub();
+            sub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            sub.subscribe(&channel).unwrap();
+            ready_tx.send(()).unwrap();
+            sub.get_message().map(|m| m.get_payload::<String>().unwrap())
+        }
+    });
+    ready_rx.recv().unwrap();
+    let lock = c.lock(name);
+    let owner = lock.owner().unwrap().to_owned();
+    let g = lock.acquire().await.unwrap();
+    let count: String = redis::cmd("HGET").arg(&n).arg(&owner).query_async(&mut con).await.unwrap();
+    assert_eq!(count, "1");
+    let pttl: i64 = redis::cmd("PTTL").arg(&n).query_async(&mut con).await.unwrap();
+    assert!(pttl > 0 && pttl <= 30_000, "{pttl}");
+    let fields: Vec<String> = redis::cmd("HKEYS").arg(&n).query_async(&mut con).await.unwrap();
+    assert_eq!(fields, vec![owner.clone()], "the hash holds the holder only, as Redisson's");
+    let token: u64 = redis::cmd("GET").arg(format!("redisson_lock_token:{{{n}}}")).query_async(&mut con).await.unwrap();
+    assert_eq!(token, g.token().get());
+    let again = lock.acquire().await.unwrap();
+    let count: String = redis::cmd("HGET").arg(&n).arg(&owner).query_async(&mut con).await.unwrap();
+    assert_eq!(count, "2", "re-entry is HINCRBY, as Redisson's");
+    assert_eq!(again.token(), g.token(), "re-entry keeps the token (baton's contract)");
+    // Redisson's lock script sees a holder and answers with its PTTL.
+    let busy = eval(&mut con, RLOCK_ACQUIRE, &[&n], &["30000", &redisson_field()]).await;
+    assert!(matches!(busy, redis::Value::Int(ms) if ms > 0), "{busy:?}");
+    again.release().await.unwrap();
+    g.release().await.unwrap();
+    let exists: i64 = redis::cmd("EXISTS").arg(&n).query_async(&mut con).await.unwrap();
+    assert_eq!(exists, 0);
+    let msg = tokio::task::spawn_blocking(move || listener.join().unwrap()).await.unwrap();
+    assert_eq!(msg.expect("no unlock message within 10 s"), "0");
+}
+
+/// A baton fair-lock waiter queues in `redisson_lock_queue:{N}` (with a place in
+/// `redisson_lock_timeout:{N}`) and is woken by Redisson's fair unlock, which publishes
+/// only on the head waiter's channel `redisson_lock__channel:{N}:<holder>`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_fair_unlock_wakes_the_baton_head_waiter() {
+    let (c, prefix) = baton("").await;
+    let name = "fair/1";
+    let n = format!("{prefix}{name}");
+    let (queue, timeouts, channel) = (
+        format!("redisson_lock_queue:{{{n}}}"),
+        format!("redisson_lock_timeout:{{{n}}}"),
+        format!("redisson_lock__channel:{{{n}}}"),
+    );
+    let field = redisson_field();
+    let mut con = raw().await;
+    assert_eq!(eval(&mut con, RLOCK_ACQUIRE, &[&n], &["30000", &field]).await, redis::Value::Nil);
+    let fair = c.fair_lock(name);
+    let owner = fair.owner().unwrap().to_owned();
+    let waiter = tokio::spawn(async move { fair.acquire().await.map(|g| (g, Instant::now())) });
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let q: Vec<String> = redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query_async(&mut con).await.unwrap();
+            if q == vec![owner.clone()] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let score: Option<f64> = redis::cmd("ZSCORE").arg(&timeouts).arg(&owner).query_async(&mut con).await.unwrap();
+    assert!(score.is_some(), "the waiter has a place in the timeout zset");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished());
+    let released = Instant::now();
+    eval(&mut con, RFAIR_RELEASE, &[&n, &queue, &timeouts, &channel], &["0", &field]).await;
+    let (g, at) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    let latency = at.duration_since(released);
+    eprintln!("woken {latency:?} after the Redisson-side release");
+    assert!(latency < WAKE, "the fair waiter noticed Redisson's unlock after {latency:?}");
+    let q: i64 = redis::cmd("EXISTS").arg(&queue).query_async(&mut con).await.unwrap();
+    assert_eq!(q, 0, "the granted waiter left the queue");
+    g.release().await.unwrap();
+}
+
+/// A count-down latch set and counted down the way Redisson does (its exact key with
+/// `?names=bare`, `redisson_countdownlatch__channel__{N}`, messages 1 and 0) wakes a
+/// baton waiter when it reaches zero; baton's `try_set_count` is Redisson's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_latch_wakes_baton_waiter() {
+    let (c, prefix) = baton("&names=bare").await;
+    let name = "boot";
+    let n = format!("{prefix}{name}");
+    let channel = format!("redisson_countdownlatch__channel__{{{n}}}");
+    let mut con = raw().await;
+    assert_eq!(eval(&mut con, LATCH_SET, &[&n, &channel], &["1", "2"]).await, redis::Value::Int(1));
+    let latch = c.count_down_latch(name);
+    assert_eq!(latch.count().await.unwrap(), 2);
+    assert!(!latch.try_set_count(5).await.unwrap(), "set only when zero, as Redisson's trySetCount");
+    let waiter = tokio::spawn({
+        let latch = latch.clone();
+        async move { latch.wait().await.map(|()| Instant::now()) }
+    });
+    eval(&mut con, LATCH_DOWN, &[&n, &channel], &["0"]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished());
+    let opened = Instant::now();
+    eval(&mut con, LATCH_DOWN, &[&n, &channel], &["0"]).await;
+    let at = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    let latency = at.duration_since(opened);
+    eprintln!("woken {latency:?} after the Redisson-side release");
+    assert!(latency < WAKE, "the latch waiter noticed Redisson's countDown after {latency:?}");
+    assert!(latch.try_set_count(3).await.unwrap());
+    let v: String = redis::cmd("GET").arg(&n).query_async(&mut con).await.unwrap();
+    assert_eq!(v, "3", "baton's count is Redisson's key");
+}
+
+/// Redisson readers (hash `mode` = read, field + `{N}:<field>:rwlock_timeout:1`) keep a
+/// baton writer out and let baton readers in; a baton read hold reads back the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_readers_and_baton_rw_lock() {
+    let (c, prefix) = baton("&names=bare").await;
+    let name = "doc";
+    let n = format!("{prefix}{name}");
+    let field = redisson_field();
+    let mut con = raw().await;
+    let timeout_key = format!("{{{n}}}:{field}:rwlock_timeout:1");
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg(&n)
+        .arg("mode")
+        .arg("read")
+        .arg(&field)
+        .arg(1)
+        .cmd("SET")
+        .arg(&timeout_key)
+        .arg(1)
+        .arg("PX")
+        .arg(30_000)
+        .cmd("PEXPIRE")
+        .arg(&n)
+        .arg(30_000)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let rw = c.rw_lock(name);
+    assert!(rw.try_write().await.unwrap().is_none(), "a baton writer got in beside a Redisson reader");
+    let r = rw.try_read().await.unwrap().expect("readers share");
+    let reader = rw.inspect().await.unwrap().holders.into_iter().find(|h| h.owner != field).unwrap().owner;
+    let count: String = redis::cmd("HGET").arg(&n).arg(&reader).query_async(&mut con).await.unwrap();
+    assert_eq!(count, "1");
+    let pttl: i64 =
+        redis::cmd("PTTL").arg(format!("{{{n}}}:{reader}:rwlock_timeout:1")).query_async(&mut con).await.unwrap();
+    assert!(pttl > 0, "baton's read hold has Redisson's timeout key");
+    r.release().await.unwrap();
+    // The Redisson reader's timeout key runs out: its hold is gone for baton too.
+    let _: () = redis::cmd("PEXPIRE").arg(&timeout_key).arg(1).query_async(&mut con).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let w = rw
+        .write_timeout(Duration::from_secs(5))
+        .await
+        .expect("the Redisson reader's lease ended; the writer must get in");
+    let mode: String = redis::cmd("HGET").arg(&n).arg("mode").query_async(&mut con).await.unwrap();
+    assert_eq!(mode, "write");
+    w.release().await.unwrap();
+}
+
+/// Permits of a baton `PermitSemaphore` are Redisson's (`?names=bare`): the count `N`,
+/// the zset `{N}:timeout` of 16-byte ids; a permit taken by Redisson counts against
+/// baton's, and its release by id — `ZREM`, `INCRBY`, a message on `redisson_sc:{N}` —
+/// wakes a baton waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_permits_and_baton_permit_semaphore() {
+    let (c, prefix) = baton("&names=bare").await;
+    let name = "exports";
+    let n = format!("{prefix}{name}");
+    let (zset, channel) = (format!("{{{n}}}:timeout"), format!("redisson_sc:{{{n}}}"));
+    let mut con = raw().await;
+    let sem = c.permit_semaphore_with(name, 2, LockOptions::new());
+    let p = sem.acquire().await.unwrap();
+    let id = hex(p.id());
+    let score: Option<f64> = redis::cmd("ZSCORE").arg(&zset).arg(&id).query_async(&mut con).await.unwrap();
+    assert!(score.is_some(), "the permit id is a 16-byte member of {{N}}:timeout");
+    let left: i64 = redis::cmd("GET").arg(&n).query_async(&mut con).await.unwrap();
+    assert_eq!(left, 1);
+    // Redisson takes the last permit (its acquire: DECRBY + ZADD of a 16-byte id).
+    let theirs = uuid::Uuid::new_v4().into_bytes().to_vec();
+    let far = 4_102_444_800_000u64; // 2100-01-01: Redisson's client-clock expiry
+    let _: () = redis::pipe()
+        .cmd("DECRBY")
+        .arg(&n)
+        .arg(1)
+        .cmd("ZADD")
+        .arg(&zset)
+        .arg(far)
+        .arg(&theirs)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(sem.try_acquire().await.unwrap().is_none());
+    let waiter = tokio::spawn(async move { sem.acquire().await.map(|p| (p, Instant::now())) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished());
+    // Redisson's release(id): ZREM, INCRBY, publish the new count.
+    let released = Instant::now();
+    let v: i64 = redis::pipe()
+        .cmd("ZREM")
+        .arg(&zset)
+        .arg(&theirs)
+        .ignore()
+        .cmd("INCRBY")
+        .arg(&n)
+        .arg(1)
+        .query_async::<(i64,)>(&mut con)
+        .await
+        .unwrap()
+        .0;
+    let _: () = redis::cmd("PUBLISH").arg(&channel).arg(v).query_async(&mut con).await.unwrap();
+    let (q, at) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    let latency = at.duration_since(released);
+    eprintln!("woken {latency:?} after the Redisson-side release");
+    assert!(latency < WAKE, "the permit waiter noticed Redisson's release after {latency:?}");
+    q.release().await.unwrap();
+    p.release().await.unwrap();
+    let left: i64 = redis::cmd("GET").arg(&n).query_async(&mut con).await.unwrap();
+    assert_eq!(left, 2);
+}
+
+/// A 32-hex permit id as the 16 bytes Redisson stores.
+fn hex(id: &str) -> Vec<u8> {
+    (0..16).map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).unwrap()).collect()
+}

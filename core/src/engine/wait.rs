@@ -134,6 +134,16 @@ struct Answer {
 
 impl Drop for Answer {
     fn drop(&mut self) {
+        if let Some(Ok(Attempt::Busy { .. })) = self.out
+            && self.req.enqueue
+        {
+            // This attempt (re)took a queue place after the caller's own `QueuePlace`
+            // may already have left the queue: leave again, after it.
+            let (b, k, h) = (self.backend.clone(), self.key.clone(), self.req.holder.clone());
+            self.rt.spawn(async move {
+                let _ = b.leave_queue(&k, &h).await;
+            });
+        }
         if let Some(Ok(Attempt::Granted { .. })) = self.out {
             // Exactly the hold this attempt took (a re-entry added one).
             let n = if matches!(self.req.mode, Mode::Permits { .. }) { u32::MAX } else { 1 };

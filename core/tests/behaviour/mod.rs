@@ -164,7 +164,14 @@ macro_rules! behaviour_suite {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $check() {
                     let store = $make();
-                    $crate::behaviour::$module::$check(&store).await;
+                    // A backstop far above every check's own bounds: a hang fails the test
+                    // instead of the whole run.
+                    $crate::behaviour::bounded(
+                        concat!(stringify!($module), "::", stringify!($check)),
+                        ::std::time::Duration::from_secs(300),
+                        $crate::behaviour::$module::$check(&store),
+                    )
+                    .await;
                 }
             }
         )*

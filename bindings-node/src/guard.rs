@@ -1,0 +1,99 @@
+//! Guards: `LockGuard`, `Permit` (in `semaphore`), `MultiGuard` (in `multi`). Each wraps a
+//! [`Cell`]; `release()` twice is `NotHeld`, `dispose()` (the facade's
+//! `Symbol.asyncDispose`) releases unless released already.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::BigInt;
+use napi_derive::napi;
+
+use crate::call;
+use crate::cell::Cell;
+
+/// The methods every guard class shares, over its `cell` field (a second `#[napi] impl`
+/// block: napi does not expand macros inside one).
+macro_rules! guard_methods {
+    ($Js:ident) => {
+        #[napi_derive::napi]
+        impl $Js {
+            /// Releases; rejects with `LockLost` if the lease had been lost, `NotHeld` if this
+            /// guard was released already.
+            #[napi]
+            pub async fn release(&self) -> napi::Result<()> {
+                $crate::call::run(self.cell.clone().release(true)).await
+            }
+
+            /// Releases unless released already (what `Symbol.asyncDispose` calls).
+            #[napi]
+            pub async fn dispose(&self) -> napi::Result<()> {
+                $crate::call::run(self.cell.clone().release(false)).await
+            }
+
+            /// Whether `release()` (or `dispose()`) was called.
+            #[napi(getter, catch_unwind)]
+            pub fn released(&self) -> bool {
+                self.cell.is_released()
+            }
+
+            /// Whether the lease is known to be lost.
+            #[napi(getter, catch_unwind)]
+            pub fn is_lost(&self) -> bool {
+                self.cell.is_lost()
+            }
+
+            /// Calls `callback` once when the lease is lost (never after release); the callback
+            /// does not keep the process alive.
+            #[napi(catch_unwind)]
+            pub fn on_lost(&self, callback: $crate::cell::LostCallback) {
+                self.cell.on_lost(callback);
+            }
+        }
+    };
+}
+pub(crate) use guard_methods;
+
+/// A held lock, read or write hold.
+#[napi]
+pub struct LockGuard {
+    cell: Arc<Cell<baton::LockGuard>>,
+    token: u64,
+    name: String,
+    owner: String,
+}
+
+impl LockGuard {
+    pub(crate) fn new(g: baton::LockGuard) -> LockGuard {
+        let (token, name, owner) = (g.token().get(), g.name().to_owned(), g.owner().to_owned());
+        LockGuard { cell: Cell::new(g, format!("`{name}`")), token, name, owner }
+    }
+}
+
+#[napi]
+impl LockGuard {
+    /// The fencing token of this grant.
+    #[napi(getter, catch_unwind)]
+    pub fn token(&self) -> BigInt {
+        BigInt::from(self.token)
+    }
+
+    /// The name held.
+    #[napi(getter, catch_unwind)]
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The owner id the grant is held under.
+    #[napi(getter, catch_unwind)]
+    pub fn owner(&self) -> String {
+        self.owner.clone()
+    }
+
+    /// Sets the lease to `leaseMs` from now.
+    #[napi]
+    pub async fn extend(&self, lease_ms: f64) -> napi::Result<()> {
+        let cell = self.cell.clone();
+        call::run(async move { cell.extend(crate::convert::ms("leaseMs", lease_ms)?).await }).await
+    }
+}
+
+guard_methods!(LockGuard);

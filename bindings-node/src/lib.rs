@@ -1,0 +1,34 @@
+//! The native addon behind the npm package `baton`: it translates types, errors and async
+//! to and from the `baton` core and holds no lock logic of its own. The TypeScript facade
+//! (`ts/`) wraps these classes in the public API (BatonError, AbortSignal, asyncDispose).
+//!
+//! Layout: one file per public noun (`client`, `lock`, `rw`, `semaphore`, `permits`,
+//! `latch`, `multi`, `inspect`), the guards (`guard`, `cell`), and the plumbing
+//! (`call`: the async bridge and cancel tokens, `errors`, `convert`).
+#![allow(clippy::new_without_default)]
+
+pub mod call;
+mod cell;
+pub mod client;
+mod convert;
+pub mod errors;
+mod guard;
+mod inspect;
+mod latch;
+mod lock;
+mod multi;
+mod permits;
+mod rw;
+mod semaphore;
+
+/// napi's own runtime only polls the join handles of work running on baton's shared
+/// runtime (`baton::rt::run`), so one worker is plenty.
+#[napi_derive::module_init]
+fn init() {
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("baton-napi").enable_all().build();
+    // On failure napi builds its default runtime on first use instead.
+    if let Ok(rt) = rt {
+        napi::bindgen_prelude::create_custom_tokio_runtime(rt);
+    }
+}

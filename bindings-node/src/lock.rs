@@ -1,0 +1,80 @@
+//! `Lock` and `FairLock`: one class definition for both.
+
+use napi_derive::napi;
+
+use crate::call::{self, CancelToken};
+use crate::guard::LockGuard;
+use crate::inspect::Inspection;
+
+macro_rules! lock_class {
+    ($(#[$m:meta])* $Js:ident, $Core:ty) => {
+        $(#[$m])*
+        #[napi]
+        pub struct $Js {
+            /// The handle, or the error its options met (reported by every call).
+            inner: baton::Result<$Core>,
+            name: String,
+        }
+
+        impl $Js {
+            pub(crate) fn new(inner: baton::Result<$Core>, name: String) -> $Js {
+                $Js { inner, name }
+            }
+        }
+
+        #[napi]
+        impl $Js {
+            /// The name this handle locks.
+            #[napi(getter, catch_unwind)]
+            pub fn name(&self) -> String {
+                self.name.clone()
+            }
+
+            /// The owner id grants of this handle are held under (null for a bad handle).
+            #[napi(getter, catch_unwind)]
+            pub fn owner(&self) -> Option<String> {
+                self.inner.as_ref().ok().and_then(|l| l.owner()).map(str::to_owned)
+            }
+
+            /// Waits for the lock (at most `timeoutMs`, then `Timeout`); `cancel` aborts.
+            #[napi]
+            pub async fn acquire(&self, timeout_ms: Option<f64>, cancel: Option<&CancelToken>) -> napi::Result<LockGuard> {
+                let (lock, cancel) = (self.inner.clone(), call::token(cancel));
+                call::run_cancellable(cancel, async move {
+                    let lock = lock?;
+                    match crate::convert::timeout(timeout_ms)? {
+                        Some(t) => lock.acquire_timeout(t).await,
+                        None => lock.acquire().await,
+                    }
+                })
+                .await
+                .map(LockGuard::new)
+            }
+
+            /// One attempt: null when someone else holds the lock.
+            #[napi]
+            pub async fn try_acquire(&self) -> napi::Result<Option<LockGuard>> {
+                let lock = self.inner.clone();
+                call::run(async move { lock?.try_acquire().await }).await.map(|g| g.map(LockGuard::new))
+            }
+
+            /// Holders, waiters and the last token of this lock.
+            #[napi]
+            pub async fn inspect(&self) -> napi::Result<Inspection> {
+                let lock = self.inner.clone();
+                call::run(async move { lock?.inspect().await }).await.map(Inspection::from)
+            }
+        }
+    };
+}
+
+lock_class!(
+    /// A re-entrant exclusive lock.
+    Lock,
+    baton::Lock
+);
+lock_class!(
+    /// A lock granted in request order.
+    FairLock,
+    baton::FairLock
+);

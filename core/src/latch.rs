@@ -82,6 +82,10 @@ impl CountDownLatch {
 
     async fn wait_until(&self, deadline: Option<Instant>) -> Result<()> {
         let (ctx, key) = self.parts()?;
+        ctx.closed_or(self.wait_inner(ctx, key, deadline).await)
+    }
+
+    async fn wait_inner(&self, ctx: &Ctx, key: &Key, deadline: Option<Instant>) -> Result<()> {
         let mut sub = ctx.backend.subscribe(key).await?;
         loop {
             if ctx.backend.latch_count(key).await? == 0 {

@@ -33,8 +33,9 @@ use crate::url::StoreUrl;
 /// Fires `lost` once, recording the loss.
 pub(crate) fn mark_lost(key: &Key, token: FencingToken, lost: &CancellationToken) {
     if !lost.is_cancelled() {
-        lost.cancel();
+        // Recorded before the signal so that whoever wakes on it already sees the count.
         crate::observe::lost(key, token.get());
+        lost.cancel();
     }
 }
 
@@ -89,6 +90,15 @@ impl Ctx {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
+    }
+
+    /// A call that was under way when the client closed fails with `Closed`, whatever
+    /// the store said on its way down (a closed pool, a dropped connection).
+    pub(crate) fn closed_or<T>(&self, r: Result<T>) -> Result<T> {
+        match r {
+            Err(e) if self.is_closed() && e.kind() != crate::ErrorKind::Closed => Err(Error::closed()),
+            r => r,
+        }
     }
 
     /// Marks the client closed, releases every live grant (so others need not wait for

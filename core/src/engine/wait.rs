@@ -39,6 +39,10 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// Dropping the future never leaves a hold behind: each attempt runs as its own task that
 /// gives back a grant nobody is left to receive, and a queue place is given up on drop.
 pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
+    slot.spec.ctx.closed_or(acquire_inner(slot, wait).await)
+}
+
+async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
     let spec = &slot.spec;
     spec.ctx.check_open()?;
     let queued = matches!(wait, Wait::Until(_)) && matches!(spec.mode, Mode::Fair | Mode::Write);

@@ -128,9 +128,8 @@ impl Client {
     /// # Errors
     /// `InvalidArgument` for a bad name; `Closed`; store errors.
     pub async fn inspect(&self, name: &str) -> Result<Inspection> {
-        self.ctx.check_open()?;
         let key = self.ctx.key(Family::Lock, name)?;
-        self.ctx.backend.inspect(&key).await
+        self.ctx.inspect(&key).await
     }
 
     /// This client's id (the first part of every owner id it makes).

@@ -133,12 +133,25 @@ impl Ctx {
         self.live.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     }
 
-    /// The store key of a user name (validated), with the client's prefix.
+    /// The store key of a user name (validated), with the client's prefix. The limits of
+    /// a name apply to the name the user gave; the prefix was checked on its own at connect.
     pub(crate) fn key(&self, family: crate::backend::Family, name: &str) -> Result<Key> {
         crate::name::validate(name)?;
         let full = if self.prefix.is_empty() { name.to_owned() } else { format!("{}{name}", self.prefix) };
-        crate::name::validate(&full)?;
         Ok(Key { family, name: full })
+    }
+
+    /// The name the user gave for `key` (without the client's prefix).
+    pub(crate) fn user_name<'k>(&self, key: &'k Key) -> &'k str {
+        key.name.strip_prefix(self.prefix.as_str()).unwrap_or(&key.name)
+    }
+
+    /// What the store says of `key`, under the name the user gave.
+    pub(crate) async fn inspect(&self, key: &Key) -> Result<crate::Inspection> {
+        self.check_open()?;
+        let mut info = self.backend.inspect(key).await?;
+        info.name = self.user_name(key).to_owned();
+        Ok(info)
     }
 }
 

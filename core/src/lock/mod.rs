@@ -105,8 +105,7 @@ macro_rules! lock_methods {
             /// Holders, waiters and the last token of this lock on the store.
             pub async fn inspect(&self) -> Result<Inspection> {
                 let slot = self.slot.as_ref().map_err(Clone::clone)?;
-                slot.spec.ctx.check_open()?;
-                slot.spec.ctx.backend.inspect(&slot.spec.key).await
+                slot.spec.ctx.inspect(&slot.spec.key).await
             }
         }
     };

@@ -96,7 +96,6 @@ impl RwLock {
     /// Holders (readers and writer), waiting writers and the last token.
     pub async fn inspect(&self) -> Result<Inspection> {
         let slot = self.write.as_ref().map_err(Clone::clone)?;
-        slot.spec.ctx.check_open()?;
-        slot.spec.ctx.backend.inspect(&slot.spec.key).await
+        slot.spec.ctx.inspect(&slot.spec.key).await
     }
 }

@@ -55,7 +55,7 @@ impl Pool {
             lease,
             queue_ttl: DEFAULT_QUEUE_TTL,
         });
-        Ok(engine::acquire(&slot, wait).await?.map(|g| Permit::new(g, &self.key.name)))
+        Ok(engine::acquire(&slot, wait).await?.map(|g| Permit::new(g, self.ctx.user_name(&self.key))))
     }
 
     async fn available(&self) -> Result<u32> {
@@ -64,8 +64,7 @@ impl Pool {
     }
 
     async fn inspect(&self) -> Result<Inspection> {
-        self.ctx.check_open()?;
-        self.ctx.backend.inspect(&self.key).await
+        self.ctx.inspect(&self.key).await
     }
 }
 

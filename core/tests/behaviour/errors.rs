@@ -106,7 +106,9 @@ fn with_option(url: &str, opt: &str) -> String {
 }
 
 /// This store's own URL with bad options: unknown option (`InvalidUrl`), bad values
-/// (`InvalidArgument`), each naming the culprit; a prefix that makes names too long.
+/// (`InvalidArgument`), each naming the culprit; a prefix over the name limit. The limit
+/// applies to the prefix and to each name on their own: a 255-byte name under a long
+/// prefix is stored whole.
 pub async fn bad_store_options(store: &Store) {
     for (opt, kind, needle) in [
         ("bogus=1", ErrorKind::InvalidUrl, "bogus"),
@@ -121,9 +123,18 @@ pub async fn bad_store_options(store: &Store) {
         assert_eq!(e.kind(), kind, "{url}: {e}");
         assert!(e.to_string().contains(needle), "{url}: `{e}` should mention `{needle}`");
     }
-    let long = "p".repeat(200);
-    let c = Client::connect(&with_option(&store.url, &format!("prefix={long}"))).await.unwrap();
-    expect_kind(c.lock(&"n".repeat(100)).try_acquire().await, ErrorKind::InvalidArgument, "300 bytes");
+    let e = Client::connect(&with_option(&store.url, &format!("prefix={}", "p".repeat(256)))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("256 bytes"), "{e}");
+    let prefix = format!("{}/", unique("p").repeat(5));
+    let c = Client::connect(&with_option(&store.url, &format!("prefix={prefix}"))).await.unwrap();
+    let name = "n".repeat(255);
+    let g = c.lock(&name).try_acquire().await.unwrap().expect("a free 255-byte name under a long prefix");
+    assert_eq!(g.name(), name);
+    let info = c.inspect(&name).await.unwrap();
+    assert!(info.is_held() && info.name == name, "{info:?}");
+    g.release().await.unwrap();
+    expect_kind(c.lock(&"n".repeat(256)).try_acquire().await, ErrorKind::InvalidArgument, "256 bytes");
     c.close().await;
 }
 

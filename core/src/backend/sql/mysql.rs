@@ -21,7 +21,7 @@ use crate::url::StoreUrl;
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
     family  VARCHAR(16)    NOT NULL,
-    name    VARBINARY(255) NOT NULL,
+    name    VARBINARY(510) NOT NULL,   -- a name (≤ 255 bytes) after a prefix (≤ 255)
     state   LONGTEXT       NOT NULL,
     version BIGINT         NOT NULL DEFAULT 0,
     PRIMARY KEY (family, name)
@@ -56,8 +56,25 @@ impl Mysql {
             .await
             .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;
         sqlx::query(SCHEMA).execute(&pool).await.map_err(|e| driver_error(&store, e))?;
+        widen_names(&pool).await.map_err(|e| driver_error(&store, e))?;
         Ok(Mysql { db: Arc::new(Db { pool, store }), wakes: Wakes::for_store(&format!("mysql:{url}")) })
     }
+}
+
+/// Tables made by baton 0.1 before prefixes were counted apart from names had
+/// `VARBINARY(255)` names: widen them once (a no-op read afterwards).
+async fn widen_names(pool: &MySqlPool) -> std::result::Result<(), sqlx::Error> {
+    let width: Option<i64> = sqlx::query_scalar(
+        "SELECT CAST(CHARACTER_MAXIMUM_LENGTH AS SIGNED) FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'baton_state' AND COLUMN_NAME = 'name'",
+    )
+    .fetch_optional(pool)
+    .await?
+    .flatten();
+    if width.is_some_and(|w| w < 510) {
+        sqlx::query("ALTER TABLE baton_state MODIFY name VARBINARY(510) NOT NULL").execute(pool).await?;
+    }
+    Ok(())
 }
 
 impl Db {

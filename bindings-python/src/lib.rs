@@ -28,6 +28,8 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = false)]
 fn _baton(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let close_gate = wrap_pyfunction!(runtime::exit_gate::_close_exit_gate, m)?;
+    m.py().import("atexit")?.call_method1("register", (close_gate,))?;
     m.add_function(wrap_pyfunction!(client::connect, m)?)?;
     m.add_function(wrap_pyfunction!(client::connect_async, m)?)?;
     m.add_function(wrap_pyfunction!(errors::raise, m)?)?;

@@ -116,7 +116,7 @@ impl Runtime for Shared {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let h = baton::rt::global().spawn(fut);
+        let h = baton::rt::global().spawn(exit_gate::Gated(Box::pin(fut)));
         Box::pin(async move { h.await.map_err(Joined) })
     }
 
@@ -124,8 +124,82 @@ impl Runtime for Shared {
     where
         F: FnOnce() + Send + 'static,
     {
-        let h = baton::rt::global().spawn_blocking(f);
+        let h = baton::rt::global().spawn_blocking(|| {
+            if let Some(_pass) = exit_gate::pass() {
+                f();
+            }
+        });
         Box::pin(async move { h.await.map_err(Joined) })
+    }
+}
+
+/// The only code that calls into Python from the runtime's threads is what
+/// `pyo3_async_runtimes` spawns (it resolves asyncio futures). It must stop before the
+/// interpreter finalizes: CPython ≤ 3.13 ends a thread that then waits for the GIL with
+/// `pthread_exit`, whose forced unwind cannot pass Rust frames and aborts the process.
+/// An `atexit` hook (registered at import) closes the gate and waits, with the GIL
+/// released, for the calls already inside it.
+pub(crate) mod exit_gate {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Condvar, Mutex};
+    use std::task::{Context, Poll};
+    use std::time::Duration;
+
+    use pyo3::prelude::*;
+
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    static INSIDE: Mutex<usize> = Mutex::new(0);
+    static LEFT: Condvar = Condvar::new();
+
+    /// Leave to run Python-calling code; `None` once the interpreter is exiting.
+    pub(crate) struct Pass(());
+
+    pub(crate) fn pass() -> Option<Pass> {
+        let mut n = INSIDE.lock().unwrap_or_else(|p| p.into_inner());
+        if CLOSED.load(Ordering::Acquire) {
+            return None;
+        }
+        *n += 1;
+        Some(Pass(()))
+    }
+
+    impl Drop for Pass {
+        fn drop(&mut self) {
+            let mut n = INSIDE.lock().unwrap_or_else(|p| p.into_inner());
+            *n -= 1;
+            if *n == 0 {
+                LEFT.notify_all();
+            }
+        }
+    }
+
+    /// A future polled only through the gate; once it is closed the task parks for good.
+    pub(crate) struct Gated<F>(pub(crate) Pin<Box<F>>);
+
+    impl<F: Future> Future for Gated<F> {
+        type Output = F::Output;
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+            match pass() {
+                Some(_pass) => self.0.as_mut().poll(cx),
+                None => Poll::Pending,
+            }
+        }
+    }
+
+    /// `atexit` hook: close the gate, then let the calls inside it finish (bounded: a
+    /// wedged call must not hang the exit).
+    #[pyfunction]
+    pub(crate) fn _close_exit_gate(py: Python<'_>) {
+        let n = INSIDE.lock().unwrap_or_else(|p| p.into_inner());
+        CLOSED.store(true, Ordering::Release);
+        drop(n);
+        py.detach(|| {
+            let n = INSIDE.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = LEFT.wait_timeout_while(n, Duration::from_secs(5), |n| *n > 0);
+        });
     }
 }
 

@@ -66,22 +66,29 @@ impl MultiLock {
         if self.locks.is_empty() {
             return Err(Error::invalid_argument("a multi-lock needs at least one lock"));
         }
-        // Guards dropped on an early return are released in the background.
+        // On a busy lock, a timeout or an error, the locks already taken are released
+        // before returning, so the caller sees none of them held; if this future is
+        // dropped instead, the dropped guards are released in the background.
         let mut guards = Vec::with_capacity(self.locks.len());
         for lock in &self.locks {
             let got = match wait {
-                None => Some(lock.acquire().await?),
-                Some(None) => lock.try_acquire().await?,
+                None => lock.acquire().await.map(Some),
+                Some(None) => lock.try_acquire().await,
                 Some(Some(deadline)) => match deadline.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => Some(lock.acquire_timeout(left).await?),
-                    _ => lock.try_acquire().await?,
+                    Some(left) if !left.is_zero() => lock.acquire_timeout(left).await.map(Some),
+                    _ => lock.try_acquire().await,
                 },
             };
             match got {
-                Some(g) => guards.push(g),
-                None => {
+                Ok(Some(g)) => guards.push(g),
+                Ok(None) => {
                     release_all(guards).await?;
                     return Ok(None);
+                }
+                Err(e) => {
+                    // The acquire's error is the one to report.
+                    let _ = release_all(guards).await;
+                    return Err(e);
                 }
             }
         }

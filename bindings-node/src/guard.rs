@@ -44,7 +44,7 @@ macro_rules! guard_methods {
             /// Calls `callback` once when the lease is lost (never after release); the callback
             /// does not keep the process alive.
             #[napi(catch_unwind)]
-            pub fn on_lost(&self, callback: $crate::cell::LostCallback) {
+            pub fn on_lost(&self, #[napi(ts_arg_type = "() => void")] callback: $crate::cell::LostCallback) {
                 self.cell.on_lost(callback);
             }
         }

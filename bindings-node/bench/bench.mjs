@@ -1,0 +1,211 @@
+// Benchmarks of the Node binding, the scenarios of `baton bench` (cli/src/cmd/bench.rs)
+// measured from JavaScript, plus the binding's per-call overhead against the Rust numbers.
+//
+//   node bench/bench.mjs [--iterations N] [--duration-ms MS] [--json] [URL…]
+//
+// Default URLs: memory:// and a fresh SQLite file. With target/release/baton built (or
+// BATON_CLI pointing at a `baton` binary), the same scenarios also run through it for a
+// side-by-side comparison. Run `npm run build` first.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+import { _noop, connect } from 'baton';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const flag = (name, dflt) => {
+  const i = args.indexOf(name);
+  if (i < 0) return dflt;
+  const v = args[i + 1];
+  args.splice(i, 2);
+  return v;
+};
+const iterations = Number(flag('--iterations', '10000'));
+const durationMs = Number(flag('--duration-ms', '3000'));
+const json = args.includes('--json') && args.splice(args.indexOf('--json'), 1);
+const urls = args.length ? args : ['memory://', `sqlite://${join(mkdtempSync(join(tmpdir(), 'baton-bench-')), 'bench.db')}`];
+
+const MANY = 64;
+const SETTLE_MS = 1;
+
+/** Latency samples (µs) → summary. */
+function summary(name, tasks, samples, elapsedMs, rate = true) {
+  const s = Float64Array.from(samples).sort();
+  const q = (p) => (s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN);
+  return {
+    name,
+    tasks,
+    ops: s.length,
+    ops_per_sec: rate ? (s.length / elapsedMs) * 1000 : null,
+    p50_us: q(0.5),
+    p99_us: q(0.99),
+    max_us: s.length ? s[s.length - 1] : NaN,
+  };
+}
+
+/** Runs `op` in a loop until the shared budget (count, time) is spent; returns µs samples. */
+async function loop(budget, op) {
+  const samples = [];
+  while (budget.left > 0 && performance.now() < budget.until) {
+    budget.left--;
+    const t0 = performance.now();
+    await op();
+    samples.push((performance.now() - t0) * 1000);
+  }
+  return samples;
+}
+
+const budget = () => ({ left: iterations, until: performance.now() + durationMs });
+
+async function uncontended(client, tasks) {
+  const b = budget();
+  const t0 = performance.now();
+  const all = await Promise.all(
+    Array.from({ length: tasks }, (_, i) => {
+      const lock = client.lock(`bench/node/${tasks}/${i}`);
+      return loop(b, async () => (await lock.acquire()).release());
+    }),
+  );
+  return summary(`acquire+release, ${tasks} ${tasks === 1 ? 'task' : 'tasks, a name each'}`, tasks, all.flat(), performance.now() - t0);
+}
+
+async function handoff(client) {
+  const holder = client.lock('bench/node/handoff');
+  const waiter = client.lock('bench/node/handoff');
+  const b = budget();
+  const samples = [];
+  const t0 = performance.now();
+  while (b.left-- > 0 && performance.now() < b.until) {
+    const held = await holder.acquire();
+    const granted = waiter.acquire();
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const start = performance.now();
+    await held.release();
+    const g = await granted;
+    samples.push((performance.now() - start) * 1000);
+    await g.release();
+  }
+  return summary('release -> waiter granted, 2 handles on one name', 2, samples, performance.now() - t0, false);
+}
+
+/**
+ * node-redlock (`redlock` on npm, over `ioredis`) on the same Redis server, with its
+ * defaults (retryCount 10, retryDelay 200 ms, retryJitter 200 ms): the yardstick of the
+ * issue. Null when the packages are not installed (they are devDependencies).
+ */
+async function redlockScenarios(url) {
+  let Redlock, Redis;
+  try {
+    ({ default: Redlock } = await import('redlock'));
+    ({ default: Redis } = await import('ioredis'));
+  } catch {
+    return null;
+  }
+  const redis = new Redis(url.split('?')[0]);
+  const redlock = new Redlock([redis]);
+  const out = [];
+  try {
+    let b = budget();
+    let t0 = performance.now();
+    const s = await loop(b, async () => (await redlock.acquire(['bench/node/redlock/1'], 30_000)).release());
+    out.push(summary('node-redlock acquire+release, 1 task', 1, s, performance.now() - t0));
+    b = budget();
+    t0 = performance.now();
+    const samples = [];
+    // Each hand-off waits for one of node-redlock's retries (~200 ms): a bounded sample.
+    while (b.left-- > 0 && performance.now() < b.until && samples.length < 100) {
+      const held = await redlock.acquire(['bench/node/redlock/handoff'], 30_000);
+      const granted = redlock.acquire(['bench/node/redlock/handoff'], 30_000);
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+      const start = performance.now();
+      await held.release();
+      const g = await granted.then((l) => ((samples.push((performance.now() - start) * 1000)), l));
+      await g.release();
+    }
+    out.push(summary('node-redlock release -> waiter granted', 2, samples, performance.now() - t0, false));
+  } finally {
+    redis.disconnect();
+  }
+  return out;
+}
+
+async function bridge() {
+  const b = budget();
+  const t0 = performance.now();
+  const s = await loop(b, _noop);
+  return summary('empty native async call (bridge cost)', 1, s, performance.now() - t0);
+}
+
+/** `baton bench --json` for comparison, when the CLI is built. */
+function rust(url) {
+  const cli = process.env.BATON_CLI ?? join(here, '..', '..', 'target', 'release', 'baton');
+  if (!existsSync(cli)) return null;
+  const out = execFileSync(cli, ['bench', '--url', url, '--json', '--iterations', String(iterations), '--duration', `${durationMs}ms`], {
+    encoding: 'utf8',
+  });
+  return JSON.parse(out);
+}
+
+const fmt = (us) => (Number.isNaN(us) ? '-' : us >= 1000 ? `${(us / 1000).toFixed(2)}ms` : `${us.toFixed(1)}µs`);
+const reports = [];
+const b0 = await bridge();
+for (const url of urls) {
+  const client = await connect(url);
+  const scenarios = [await uncontended(client, 1), await uncontended(client, MANY), await handoff(client)];
+  await client.close();
+  const cmp = rust(url.startsWith('sqlite://') ? url.replace(/\.db$/, '-rust.db') : url);
+  const redlock = url.startsWith('redis://') ? await redlockScenarios(url) : null;
+  reports.push({ url, scenarios, rust: cmp?.scenarios ?? null, redlock });
+}
+
+if (json) {
+  console.log(JSON.stringify({ node: process.version, cpus: cpus().length, iterations, durationMs, bridge: b0, reports }, null, 2));
+} else {
+  console.log(`baton (Node ${process.version}, ${cpus().length} cpus), at most ${iterations} ops or ${durationMs} ms per scenario`);
+  console.log(`  ${b0.name}: p50 ${fmt(b0.p50_us)}, p99 ${fmt(b0.p99_us)}, ${Math.round(b0.ops_per_sec)} calls/s\n`);
+  for (const r of reports) {
+    console.log(`on ${r.url.replace(/\/\/.*bench\.db$/, '//…/bench.db')}`);
+    console.log('  scenario                                          tasks  ops    ops/s    p50       p99       max       rust ops/s  rust p50');
+    for (const [i, s] of r.scenarios.entries()) {
+      const rs = r.rust?.[i];
+      const cols = [
+        s.name.padEnd(50),
+        String(s.tasks).padEnd(6),
+        String(s.ops).padEnd(6),
+        (s.ops_per_sec === null ? '-' : String(Math.round(s.ops_per_sec))).padEnd(8),
+        fmt(s.p50_us).padEnd(9),
+        fmt(s.p99_us).padEnd(9),
+        fmt(s.max_us).padEnd(9),
+        (rs ? (rs.ops_per_sec && i < 2 ? String(Math.round(rs.ops_per_sec)) : '-') : 'n/a').padEnd(11),
+        rs ? fmt(rs.p50_us) : 'n/a',
+      ];
+      console.log(`  ${cols.join(' ')}`);
+    }
+    const [one] = r.scenarios;
+    const rs = r.rust?.[0];
+    if (rs) {
+      // acquire + release are two calls: the difference of the p50s, halved, is what one
+      // call costs in the binding on top of the same call from Rust.
+      console.log(`  per-call overhead vs Rust (p50 of 1 task, halved): ${fmt((one.p50_us - rs.p50_us) / 2)}`);
+    }
+    if (r.redlock) {
+      const [rl1, rlh] = r.redlock;
+      const ho = r.scenarios[2];
+      for (const s of r.redlock) {
+        console.log(`  ${s.name.padEnd(50)} ${String(s.tasks).padEnd(6)} ${String(s.ops).padEnd(6)} ${(s.ops_per_sec === null ? '-' : String(Math.round(s.ops_per_sec))).padEnd(8)} ${fmt(s.p50_us).padEnd(9)} ${fmt(s.p99_us).padEnd(9)} ${fmt(s.max_us)}`);
+      }
+      console.log(
+        `  vs node-redlock: acquire+release ${Math.round(one.ops_per_sec)} vs ${Math.round(rl1.ops_per_sec)} ops/s (x${(one.ops_per_sec / rl1.ops_per_sec).toFixed(2)}),` +
+          ` hand-off p50 ${fmt(ho.p50_us)} vs ${fmt(rlh.p50_us)} (x${Math.round(rlh.p50_us / ho.p50_us)} lower)`,
+      );
+    } else if (r.url.startsWith('redis://')) {
+      console.log('  (node-redlock comparison skipped: npm install redlock ioredis)');
+    }
+    console.log('');
+  }
+}

@@ -1,0 +1,80 @@
+// Shared by the test files: the store URLs every behaviour test runs on, unique names,
+// and bounded waiting.
+
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { BatonError, type BatonErrorCode } from 'baton';
+
+/** A fresh directory under the system temp dir. */
+export function tempDir(tag: string): string {
+  return mkdtempSync(join(tmpdir(), `baton-node-${tag}-`));
+}
+
+/**
+ * Every store the suite runs on: an in-process store and a SQLite file always, plus the
+ * comma-separated URLs of `BATON_TEST_URLS` (e.g. a Redis server once that backend lands).
+ */
+export function storeUrls(tag: string): string[] {
+  const urls = [`memory://node-${tag}-${randomUUID()}`, `sqlite://${join(tempDir(tag), 'baton.db')}`];
+  for (const u of (process.env.BATON_TEST_URLS ?? '').split(',')) {
+    if (u.trim()) urls.push(u.trim());
+  }
+  return urls;
+}
+
+/** A SQLite URL in a fresh directory. */
+export function sqliteUrl(tag: string): string {
+  return `sqlite://${join(tempDir(tag), 'baton.db')}`;
+}
+
+/** A name no other run uses (stores like Redis outlive the test process). */
+export function uniq(name: string): string {
+  return `${name}-${randomUUID().slice(0, 8)}`;
+}
+
+/** The URL as a test label, without a password. */
+export function label(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}
+
+/** Asserts that `p` rejects with a BatonError of `code`; returns it. */
+export async function rejectsWith(p: Promise<unknown>, code: BatonErrorCode): Promise<BatonError> {
+  let caught: unknown;
+  await assert.rejects(p, (e: unknown) => {
+    caught = e;
+    return true;
+  });
+  assert.ok(caught instanceof BatonError, `expected a BatonError, got ${String(caught)}`);
+  assert.ok(caught instanceof Error);
+  assert.equal(caught.code, code, `expected code ${code}, got ${caught.code}: ${caught.message}`);
+  return caught;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` every 20 ms until it is true; fails after `limitMs`. */
+export async function eventually(what: string, limitMs: number, check: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) assert.fail(`not within ${limitMs} ms: ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Resolves to true if `p` settles within `ms`, false otherwise. */
+export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((r) => {
+    timer = setTimeout(() => r(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,29 @@
+# shellcheck shell=bash
+# The Node binding (bindings-node/, npm package `baton`): npm install, napi build + tsc,
+# the `node --test` suite (behaviour × store URLs, cross-process and cross-thread
+# exclusion, event-loop liveness, errors, README sample, typings), then `npm pack` and an
+# install of the tarball (and of the folder) into an empty directory.
+#
+# Extra store URLs for the behaviour and exclusion tests: BATON_TEST_URLS (comma-separated;
+# default: every BATON_TEST_*_URL of the services suite that this build can reach).
+
+# The cdylib only loads inside Node; this suite lints it and tests it there.
+RUST_EXCLUDE+=(baton-node)
+
+suite_node() {
+    ensure_toolchain
+    command -v node >/dev/null || die "node not found: install Node.js ≥ 20 (with npm)"
+    command -v npm >/dev/null || die "npm not found: install npm"
+    local dir="$ROOT/bindings-node"
+    step "cargo clippy -p baton-node -D warnings" 30m cargo clippy -p baton-node --all-targets -- -D warnings
+    step "npm install (bindings-node)" 10m npm --prefix "$dir" install --no-audit --no-fund
+    step "napi build --release + tsc" 45m npm --prefix "$dir" run build
+    # Every server store of the services suite that this build reaches (see store-urls.mjs).
+    if [[ -z ${BATON_TEST_URLS:-} ]]; then
+        BATON_TEST_URLS=$(cd "$dir" && timeout 120 node scripts/store-urls.mjs) || die "listing the test stores failed"
+        export BATON_TEST_URLS
+    fi
+    log "   node stores beyond memory:// and sqlite://: ${BATON_TEST_URLS:-none}"
+    step "node --test (bindings-node)" 30m npm --prefix "$dir" test
+    step "npm pack + install into an empty folder" 10m bash "$dir/scripts/pack-smoke.sh"
+}

@@ -58,7 +58,7 @@ CROSS_PROCESS_IDS = [s for s in STORE_IDS if s != "memory"]
 
 
 def pytest_report_header(config: pytest.Config) -> List[str]:
-    lines = [f"baton {baton.__version__}; stores: {', '.join(STORE_IDS)}"]
+    lines = [f"baton {baton.__version__} from {Path(baton.__file__).parent}; stores: {', '.join(STORE_IDS)}"]
     lines += [f"  {s}: {u}" for s, u in ENV_STORES.items()]
     lines += [f"  left out: {n}" for n in ENV_NOTES]
     return lines

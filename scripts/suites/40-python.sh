@@ -1,0 +1,35 @@
+# shellcheck shell=bash
+# The Python package, as a user gets it: `pip install ./bindings-python` into a fresh venv
+# (a real PEP 517 build: pip fetches maturin from PyPI and builds the release extension),
+# then the pytest suite over every store URL of the environment (memory:// and sqlite://
+# always; BATON_TEST_*_URL from the services suite when it ran first), `mypy --strict` on
+# the typing sample, and stubtest on the hand-written stubs.
+#
+#   BATON_PYTHON   the interpreter to build the venv from (default: python3, ≥ 3.9)
+
+ensure_python() {
+    local py=${BATON_PYTHON:-python3}
+    command -v "$py" >/dev/null || ensure_apt_packages python3
+    "$py" -c 'import sys; sys.exit(sys.version_info < (3, 9))' \
+        || die "$py is $("$py" --version 2>&1); the Python package needs CPython ≥ 3.9"
+    "$py" -c 'import ensurepip, venv' 2>/dev/null || ensure_apt_packages python3-venv
+}
+
+suite_python() {
+    ensure_toolchain
+    ensure_python
+    local py=${BATON_PYTHON:-python3} venv="$ROOT/target/py-venv"
+    local vpy="$venv/bin/python"
+    # mypy's cache stays under target/, not in the working tree.
+    local -a in_venv=(env MYPY_CACHE_DIR="$ROOT/target/py-mypy-cache" PIP_DISABLE_PIP_VERSION_CHECK=1)
+
+    step "python venv (fresh)" 5m "$py" -m venv --clear "$venv"
+    step "pip install pytest mypy" 10m "${in_venv[@]}" "$vpy" -m pip install -q pytest mypy
+    step "pip install ./bindings-python" 60m "${in_venv[@]}" "$vpy" -m pip install "$ROOT/bindings-python"
+    step "mypy --strict (typing sample)" 10m "${in_venv[@]}" "$vpy" -m mypy --strict \
+        "$ROOT/bindings-python/tests/typing_check.py"
+    step "stubtest baton._baton" 10m "${in_venv[@]}" "$vpy" -m mypy.stubtest baton._baton
+    # Any non-zero exit fails the step, including pytest's 5 ("no tests collected").
+    step "pytest bindings-python" 30m "${in_venv[@]}" "$vpy" -m pytest -p no:cacheprovider \
+        -o faulthandler_timeout=120 "$ROOT/bindings-python/tests"
+}

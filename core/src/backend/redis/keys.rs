@@ -56,6 +56,34 @@ impl LockKeys {
     }
 }
 
+/// The keys and channel of the simple lock (`?scheme=simple`): the name itself is the
+/// plain string key redis-py's `Lock`, redsync and node-redlock use; the counter and the
+/// side hash carry the name's hash tag (`{N}`), so they share its Cluster slot.
+pub(super) struct SimpleKeys {
+    pub(super) key: String,
+    pub(super) counter: String,
+    pub(super) meta: String,
+    /// `baton_lock__channel:{N}`: baton's releases publish `0` here (the simple clients
+    /// publish nothing; their releases are seen by the waiters' re-checks).
+    pub(super) channel: String,
+}
+
+impl SimpleKeys {
+    pub(super) fn new(name: &str) -> SimpleKeys {
+        SimpleKeys {
+            key: name.to_owned(),
+            counter: token_counter(name),
+            meta: meta(name),
+            channel: simple_channel(name),
+        }
+    }
+}
+
+/// The channel of a simple lock's waiters.
+pub(super) fn simple_channel(name: &str) -> String {
+    prefix_name("baton_lock__channel", name)
+}
+
 /// The keys and channel of `RReadWriteLock`, plus baton's waiting-writer queue.
 pub(super) struct RwKeys {
     pub(super) hash: String,

@@ -9,6 +9,9 @@
 //! - `Semaphore` / `PermitSemaphore` ↔ `RPermitExpirableSemaphore` (leased permits),
 //! - `CountDownLatch` ↔ `RCountDownLatch`.
 //!
+//! `?scheme=simple` puts locks in the `SET name token NX PX ttl` layout of redis-py's
+//! `Lock`, redsync and node-redlock instead (`simple`); a fair lock is `Unsupported` there.
+//!
 //! Each step is one Lua script run by `EVALSHA` (`scripts`), on the server's clock.
 //! Commands share one multiplexed connection (a `ConnectionManager`, which reconnects);
 //! waiters are woken through one subscriber connection per client (`pubsub`); watchdog
@@ -17,6 +20,7 @@
 mod keys;
 mod pubsub;
 mod scripts;
+mod simple;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,7 +41,7 @@ use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Requ
 use crate::url::StoreUrl;
 
 /// Options of `redis://` besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names"];
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme"];
 /// How long one command may take before it fails with `Connection` (`?timeout=`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take (`?connect_timeout=`).
@@ -52,6 +56,9 @@ pub(crate) struct Redis {
     store: String,
     /// `?names=bare`: every kind of primitive under its bare name (see `keys::redis_name`).
     bare: bool,
+    /// `?scheme=simple`: locks in the `SET NX PX` layout of redis-py, redsync and
+    /// node-redlock (`simple`) instead of Redisson's `RLock` hash.
+    simple: bool,
 }
 
 impl std::fmt::Debug for Redis {
@@ -171,6 +178,15 @@ impl Redis {
                 )));
             }
         };
+        let simple = match url.option("scheme") {
+            None | Some("redisson") => false,
+            Some("simple") => true,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "option `scheme` of {url} is `redisson` (the default) or `simple`, not `{other}`"
+                )));
+            }
+        };
         let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
         let (host, port) = parse_host(url)?;
         let mut settings = RedisConnectionInfo::default().set_db(parse_db(url)?);
@@ -206,7 +222,7 @@ impl Redis {
             config.set_push_sender(pubsub::push_handler(Arc::downgrade(&channels))).set_automatic_resubscription();
         let sub = ConnectionManager::new_lazy_with_config(sub_client, sub_config).map_err(|e| error(&store, e))?;
         let hub = Arc::new(Hub::new(sub, channels, crate::rt::Rt::current(), timeout, store.clone()));
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare })
+        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -241,6 +257,9 @@ impl Redis {
 
     /// The renew call of one item (for single renewals and pipelined batches).
     fn renew_call(&self, key: &Key, holder: &str, lease: Duration) -> Result<Cmd> {
+        if self.simple && key.family == Family::Lock {
+            return Ok(self.simple_renew_call(key, holder, lease));
+        }
         let lease = ms(lease).to_string();
         let n = &self.name(key);
         Ok(match key.family {
@@ -548,6 +567,9 @@ fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
 #[async_trait]
 impl Backend for Redis {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        if self.simple && key.family == Family::Lock {
+            return self.simple_acquire(key, req).await;
+        }
         let n = &self.name(key);
         let lease = req.lease_ms.to_string();
         let enqueue = if req.enqueue { "1" } else { "0" };
@@ -654,6 +676,7 @@ impl Backend for Redis {
         let n = &self.name(key);
         let c = count_arg(count).to_string();
         let v = match key.family {
+            Family::Lock if self.simple => return self.simple_release(key, holder, count).await,
             Family::Lock => {
                 let k = LockKeys::new(n);
                 self.eval(
@@ -690,6 +713,8 @@ impl Backend for Redis {
     async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
         let n = &self.name(key);
         match key.family {
+            // No queue in the simple layout.
+            Family::Lock if self.simple => {}
             Family::Lock => {
                 let k = LockKeys::new(n);
                 self.eval(
@@ -717,14 +742,20 @@ impl Backend for Redis {
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         // An unlock message `0` on a lock channel wakes one local waiter (one grant is
         // possible); the other channels wake every waiter.
-        self.hub.subscribe(keys::channel(key.family, &self.name(key)), key.family == Family::Lock).await
+        let n = self.name(key);
+        let channel = if self.simple && key.family == Family::Lock {
+            keys::simple_channel(&n)
+        } else {
+            keys::channel(key.family, &n)
+        };
+        self.hub.subscribe(channel, key.family == Family::Lock).await
     }
 
     /// A fair-lock waiter listens on its own channel, as `RFairLock` waiters do: a release
     /// wakes the head of the queue only.
     async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
         match (&key.family, &req.mode) {
-            (Family::Lock, Mode::Fair) => {
+            (Family::Lock, Mode::Fair) if !self.simple => {
                 let channel = format!("{}:{}", keys::channel(key.family, &self.name(key)), req.holder);
                 self.hub.subscribe(channel, false).await
             }
@@ -736,6 +767,7 @@ impl Backend for Redis {
         // Leases are absolute times on the server's clock; `from_state` reports what is
         // left of each at the server's `now`.
         let (s, now) = match key.family {
+            Family::Lock if self.simple => self.simple_inspect(key).await?,
             Family::Lock => self.inspect_lock(key).await?,
             Family::RwLock => self.inspect_rw(key).await?,
             Family::Semaphore => self.inspect_sem(key).await?,

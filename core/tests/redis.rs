@@ -67,7 +67,9 @@ async fn url_forms() {
         ("redis://127.0.0.1:6379?timeout=0s", ErrorKind::InvalidArgument, "timeout"),
         ("redis://127.0.0.1:6379?nope=1", ErrorKind::InvalidUrl, "nope"),
         ("redis://127.0.0.1:6379?names=weird", ErrorKind::InvalidArgument, "weird"),
-        ("rediss://u:hunter2@127.0.0.1:6379", ErrorKind::Unsupported, "TLS"),
+        ("rediss://u:hunter2@127.0.0.1:6379?ca=/nonexistent/ca.pem", ErrorKind::InvalidArgument, "ca"),
+        ("redis://u:hunter2@127.0.0.1:6379?ca=/tmp/ca.pem", ErrorKind::InvalidArgument, "rediss://"),
+        ("redis://127.0.0.1:6379?scheme=hash", ErrorKind::InvalidArgument, "scheme"),
         ("redis+cluster://127.0.0.1:7101,127.0.0.1:7102", ErrorKind::Unsupported, "redis+cluster"),
         ("redis+sentinel://127.0.0.1:26379/mymaster", ErrorKind::Unsupported, "redis+sentinel"),
     ] {

@@ -1,5 +1,7 @@
 //! `redis://[user[:password]@]host[:port][/db]`: a single Redis server (≥ 6: the
-//! subscriber connection speaks RESP3).
+//! subscriber connection speaks RESP3); `rediss://` the same over TLS (rustls; the
+//! system's roots, or the PEM file of `?ca=/path/ca.pem`). ACL users log in with
+//! `user:password@`.
 //!
 //! Every primitive keeps Redisson's data layout, so a Java service using Redisson and a
 //! baton client contend safely on the same names (docs/redis-layout.md has every key,
@@ -41,7 +43,7 @@ use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Requ
 use crate::url::StoreUrl;
 
 /// Options of `redis://` besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme"];
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca"];
 /// How long one command may take before it fails with `Connection` (`?timeout=`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take (`?connect_timeout=`).
@@ -154,20 +156,36 @@ fn count_arg(count: u32) -> u32 {
 
 impl Redis {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Redis> {
-        match url.scheme() {
-            "redis" => {}
-            "rediss" => {
-                return Err(Error::unsupported(format!(
-                    "TLS (`rediss://`) is not supported yet by baton's Redis store ({url}); use redis://"
-                )));
-            }
+        let tls = match url.scheme() {
+            "redis" => false,
+            "rediss" => true,
             s => {
                 return Err(Error::unsupported(format!(
                     "`{s}://` is not supported yet by baton's Redis store ({url}); use redis:// for a single server"
                 )));
             }
-        }
+        };
         url.check_options(&[COMMON_OPTIONS, OPTIONS].concat())?;
+        let ca = match url.option("ca") {
+            None => None,
+            Some(_) if !tls => {
+                return Err(Error::invalid_argument(format!(
+                    "option `ca` of {url} applies to TLS connections only: use rediss://"
+                )));
+            }
+            Some("") => return Err(Error::invalid_argument(format!("option `ca` of {url} is empty"))),
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    Error::invalid_argument(format!("option `ca` of {url}: cannot read the CA file `{path}`: {e}"))
+                })?;
+                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+                    return Err(Error::invalid_argument(format!(
+                        "option `ca` of {url}: `{path}` holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+                    )));
+                }
+                Some(pem)
+            }
+        };
         let timeout = parse_duration(url, "timeout", DEFAULT_TIMEOUT)?;
         let bare = match url.option("names") {
             None | Some("typed") => false,
@@ -197,7 +215,22 @@ impl Redis {
             settings = settings.set_password(password);
         }
         let store = format!("Redis {url}");
-        let info = ConnectionAddr::Tcp(host, port).into_connection_info().map_err(|e| error(&store, e))?;
+        let addr = if tls {
+            ConnectionAddr::TcpTls { host, port, insecure: false, tls_params: None }
+        } else {
+            ConnectionAddr::Tcp(host, port)
+        };
+        let info = addr.into_connection_info().map_err(|e| error(&store, e))?;
+        // `rediss://`: rustls on the ring provider (installed once per process unless the
+        // application installed its own), the system's roots or `?ca=`'s.
+        let client_of = |info: redis::ConnectionInfo| -> Result<redis::Client> {
+            if !tls {
+                return redis::Client::open(info).map_err(|e| error(&store, e));
+            }
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            redis::Client::build_with_tls(info, redis::TlsCertificates { client_tls: None, root_cert: ca.clone() })
+                .map_err(|e| Error::invalid_argument(format!("{store}: bad TLS settings: {e}")).with_source(e))
+        };
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(timeout))
             .set_connection_timeout(Some(connect_timeout))
@@ -205,8 +238,7 @@ impl Redis {
             .set_min_delay(Duration::from_millis(50))
             .set_max_delay(Duration::from_secs(1));
 
-        let client =
-            redis::Client::open(info.clone().set_redis_settings(settings.clone())).map_err(|e| error(&store, e))?;
+        let client = client_of(info.clone().set_redis_settings(settings.clone()))?;
         let mut conn = ConnectionManager::new_with_config(client, config.clone())
             .await
             .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e))?;
@@ -216,8 +248,7 @@ impl Redis {
 
         // The subscriber connection: RESP3 push messages, connected on first use.
         let channels = Arc::new(Channels::default());
-        let sub_client = redis::Client::open(info.set_redis_settings(settings.set_protocol(ProtocolVersion::RESP3)))
-            .map_err(|e| error(&store, e))?;
+        let sub_client = client_of(info.set_redis_settings(settings.set_protocol(ProtocolVersion::RESP3)))?;
         let sub_config =
             config.set_push_sender(pubsub::push_handler(Arc::downgrade(&channels))).set_automatic_resubscription();
         let sub = ConnectionManager::new_lazy_with_config(sub_client, sub_config).map_err(|e| error(&store, e))?;

@@ -147,3 +147,159 @@ async fn acl_users_and_passwords() {
     assert!(!shown.contains(pass), "a password in {shown}");
     c.close().await;
 }
+
+/// Generous bound for a lost signal: the lease (renewals stop working when the hold is
+/// gone) + one renewal period + the time a reconnect takes on a loaded machine.
+const LOST_SLACK: Duration = Duration::from_secs(4);
+
+/// The server is restarted (SIGKILL, down 1 s, back empty: no persistence) while locks
+/// are held: each guard's lost signal fires once its hold is gone — while the server is
+/// down the renewals fail and the lease runs out; after it is back they find nothing.
+/// Both layouts (Redisson hash and `?scheme=simple`) and a semaphore permit. Then the
+/// same clients keep working: scripts are loaded again, the subscriber connection is
+/// back, and a release wakes a waiter through pub/sub again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_while_held_fires_lost() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let mut srv = OwnRedis::start();
+    let base = format!("{}?timeout=1s&connect_timeout=1s", srv.url());
+    let (a, s) =
+        (Client::connect(&base).await.unwrap(), Client::connect(&format!("{base}&scheme=simple")).await.unwrap());
+    let lease = Duration::from_secs(3);
+    let opts = baton::LockOptions::new().lease(lease).renew_every(Duration::from_millis(500));
+    let held = vec![
+        a.lock_with("r", opts.clone()).acquire().await.unwrap(),
+        s.lock_with("s", opts.clone()).acquire().await.unwrap(),
+    ];
+    let permit = a.semaphore_with("p", 1, opts.clone()).acquire().await.unwrap();
+    // A waiter subscribed before the restart (its hold-up `w` goes with the restart).
+    let other = Client::connect(&base).await.unwrap();
+    let blocker = other.lock("w").acquire().await.unwrap();
+    let waiter = {
+        let a = a.clone();
+        tokio::spawn(async move { a.lock("w").acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(held.iter().all(|g| !g.is_lost()) && !permit.is_lost(), "lost before the restart");
+    let killed = Instant::now();
+    let mut srv = tokio::task::spawn_blocking(move || {
+        srv.restart_after(Duration::from_secs(1));
+        srv
+    })
+    .await
+    .unwrap();
+    for g in &held {
+        tokio::time::timeout(lease + LOST_SLACK, g.lost()).await.expect("no lost signal after the restart");
+    }
+    tokio::time::timeout(lease + LOST_SLACK, permit.lost()).await.expect("no lost signal for the permit");
+    eprintln!("lost signals {:?} after the kill", killed.elapsed());
+    for g in held {
+        assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    }
+    // The waiter either gets `w` (its holder's hold went with the restart) or, when one
+    // of its re-checks met the dead connection, fails with `Connection` (the engine does
+    // not retry a waiter's store errors) — never hangs; the same client then gets `w`.
+    let w = match tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("waiter hung").unwrap() {
+        Ok(w) => w,
+        Err(e) => {
+            assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+            tokio::time::timeout(Duration::from_secs(5), a.lock("w").acquire()).await.expect("hung").unwrap()
+        }
+    };
+    w.release().await.unwrap();
+    drop(blocker);
+    // Everything works again on the restarted server, pub/sub wake-ups included.
+    hold_and_wake(&base).await;
+    hold_and_wake(&format!("{base}&scheme=simple")).await;
+    let g = a.lock("r").try_acquire().await.unwrap().expect("free after the restart");
+    g.release().await.unwrap();
+    srv.kill();
+}
+
+/// A client's connections are cut (`CLIENT KILL USER`) again and again while it takes and
+/// releases a lock: some calls fail with `Connection`, none hangs, and no hold is left
+/// behind — once the cutting stops, the lock is free within the client's 2 s lease, and
+/// stays free (nothing keeps renewing an orphan). Once with a new handle per attempt, once
+/// re-using one handle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_cut_mid_acquire_leaves_no_orphan() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let srv = OwnRedis::start();
+    let mut admin = srv.admin();
+    let _: () =
+        redis::cmd("ACL").arg(&["SETUSER", "cut", "on", ">cut-pass", "~*", "&*", "+@all"]).query(&mut admin).unwrap();
+    for scheme in ["redisson", "simple"] {
+        for same_handle in [false, true] {
+            let url =
+                format!("redis://cut:cut-pass@127.0.0.1:{}?timeout=1s&connect_timeout=1s&scheme={scheme}", srv.port);
+            let b = Client::connect(&url).await.unwrap();
+            let name = format!("cut/{}", uuid::Uuid::new_v4().simple());
+            let opts = baton::LockOptions::new().lease(Duration::from_secs(2)).renew_every(Duration::from_millis(500));
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let cutter = {
+                let stop = stop.clone();
+                let url = srv.url();
+                std::thread::spawn(move || {
+                    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+                    let mut kills = 0u32;
+                    let mut n = 0u64;
+                    // Bounded: 20 s at most, whatever the other side does.
+                    let t0 = std::time::Instant::now();
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(20) {
+                        n += 1;
+                        let k: u32 = redis::cmd("CLIENT").arg(&["KILL", "USER", "cut"]).query(&mut con).unwrap_or(0);
+                        kills += k;
+                        std::thread::sleep(Duration::from_micros(500 + (n * 7919 % 5000)));
+                    }
+                    kills
+                })
+            };
+            let handle = b.lock_with(&name, opts.clone());
+            let (mut granted, mut failed) = (0u32, 0u32);
+            let t0 = Instant::now();
+            for _ in 0..150 {
+                if t0.elapsed() > Duration::from_secs(12) {
+                    break;
+                }
+                let h = if same_handle { handle.clone() } else { b.lock_with(&name, opts.clone()) };
+                match tokio::time::timeout(Duration::from_secs(5), h.try_acquire()).await.expect("try_acquire hung") {
+                    Ok(Some(g)) => {
+                        granted += 1;
+                        let _ = tokio::time::timeout(Duration::from_secs(5), g.release()).await.expect("release hung");
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        assert!(matches!(e.kind(), ErrorKind::Connection | ErrorKind::Backend), "{e}");
+                        failed += 1;
+                    }
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let kills = tokio::task::spawn_blocking(move || cutter.join().unwrap()).await.unwrap();
+            eprintln!(
+                "{scheme} same_handle={same_handle}: {granted} granted, {failed} failed, {kills} connections cut"
+            );
+            assert!(kills > 0, "nothing was cut");
+            // Free within the 2 s lease (+ slack for a loaded machine), and it stays free.
+            let c = Client::connect(&format!("{}?scheme={scheme}", srv.url())).await.unwrap();
+            let freed = Instant::now();
+            loop {
+                if let Some(g) = c.lock(&name).try_acquire().await.unwrap() {
+                    g.release().await.unwrap();
+                    break;
+                }
+                assert!(freed.elapsed() < Duration::from_secs(4), "{scheme}: an orphan hold outlived the lease");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            let info = c.inspect(&name).await.unwrap();
+            assert!(!info.is_held(), "{scheme} same_handle={same_handle}: still held by {:?}", info.holders);
+            b.close().await;
+            c.close().await;
+        }
+    }
+}

@@ -157,7 +157,7 @@ impl OwnRedis {
     }
 
     /// Starts the process and waits (≤ 10 s) until it answers PING.
-    fn run(&mut self) {
+    pub fn run(&mut self) {
         let log =
             std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join("redis.log")).unwrap();
         let child = Command::new("redis-server")
@@ -207,9 +207,10 @@ impl OwnRedis {
         }
     }
 
-    /// Kills the server and starts a fresh, empty one on the same ports.
-    pub fn restart(&mut self) {
+    /// Kills the server and starts a fresh, empty one on the same ports after `down`.
+    pub fn restart_after(&mut self, down: Duration) {
         self.kill();
+        std::thread::sleep(down);
         self.run();
     }
 }

@@ -70,7 +70,8 @@ async fn url_forms() {
         ("rediss://u:hunter2@127.0.0.1:6379?ca=/nonexistent/ca.pem", ErrorKind::InvalidArgument, "ca"),
         ("redis://u:hunter2@127.0.0.1:6379?ca=/tmp/ca.pem", ErrorKind::InvalidArgument, "rediss://"),
         ("redis://127.0.0.1:6379?scheme=hash", ErrorKind::InvalidArgument, "scheme"),
-        ("redis+cluster://127.0.0.1:7101,127.0.0.1:7102", ErrorKind::Unsupported, "redis+cluster"),
+        ("redis+cluster://127.0.0.1:7101,127.0.0.1:x", ErrorKind::InvalidUrl, "127.0.0.1:x"),
+        ("redis+cluster://127.0.0.1:7101/2", ErrorKind::InvalidUrl, "database 0"),
         ("redis+sentinel://127.0.0.1:26379/mymaster", ErrorKind::Unsupported, "redis+sentinel"),
     ] {
         let e = Client::connect(url).await.expect_err(url);

@@ -204,6 +204,37 @@ pub(super) fn member_holder(member: &[u8]) -> String {
     }
 }
 
+/// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its `{tag}` if it has a
+/// non-empty one, else of the whole key, mod 16384.
+pub(super) fn slot(key: &[u8]) -> u16 {
+    let hashed = match key.iter().position(|b| *b == b'{') {
+        Some(open) => match key[open + 1..].iter().position(|b| *b == b'}') {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    let mut crc: u16 = 0;
+    for b in hashed {
+        crc ^= u16::from(*b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc % 16384
+}
+
+/// Whether every key of the primitive named `name` (its Redis name) shares one slot:
+/// true without braces (the others carry `{name}`), or with a non-empty `{tag}` (which all
+/// of them keep).
+pub(super) fn cluster_safe(name: &str) -> bool {
+    let b = name.as_bytes();
+    match b.iter().position(|c| *c == b'{') {
+        None => !b.contains(&b'}'),
+        Some(open) => matches!(b[open + 1..].iter().position(|c| *c == b'}'), Some(len) if len > 0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +269,28 @@ mod tests {
         assert_eq!(first_member(owner), format!("{owner}/1").into_bytes());
         assert_eq!(member_holder(format!("{owner}/12").as_bytes()), owner);
         assert_eq!(member_holder(b"odd"), "odd");
+    }
+
+    #[test]
+    fn cluster_slots() {
+        // Values from the Redis Cluster specification and `CLUSTER KEYSLOT`.
+        assert_eq!(slot(b"123456789"), 12739);
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+        assert_eq!(slot(b"foo{}{bar}"), slot(b"foo{}{bar}"));
+        assert_eq!(slot(b"foo{{bar}}zap"), slot(b"{bar"));
+        for name in ["jobs", "a/b:c", "x{t}y", "{t}"] {
+            assert!(cluster_safe(name), "{name}");
+            let k = LockKeys::new(name);
+            let s = slot(name.as_bytes());
+            for other in [&k.queue, &k.timeouts, &k.counter, &k.meta] {
+                assert_eq!(slot(other.as_bytes()), s, "{name}: {other}");
+            }
+            assert_eq!(slot(SemKeys::new(name).permits.as_bytes()), s, "{name}");
+        }
+        for name in ["a{b", "a}b", "x{}y"] {
+            assert!(!cluster_safe(name), "{name}");
+        }
     }
 
     #[test]

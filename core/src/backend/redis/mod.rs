@@ -29,6 +29,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
 use redis::{
     Cmd, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo, RedisError, ServerErrorKind, Value,
 };
@@ -50,9 +52,45 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_PORT: u16 = 6379;
 
+/// The command connection: one server (multiplexed, reconnecting) or a Redis Cluster
+/// (routed by each script's first key; every key of one primitive shares its slot).
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> redis::RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 /// The Redis store of one client.
 pub(crate) struct Redis {
-    conn: Mutex<Option<ConnectionManager>>,
+    conn: Mutex<Option<Conn>>,
     hub: Arc<Hub>,
     /// `Redis <url>`, password redacted: the prefix of every message.
     store: String,
@@ -61,6 +99,8 @@ pub(crate) struct Redis {
     /// `?scheme=simple`: locks in the `SET NX PX` layout of redis-py, redsync and
     /// node-redlock (`simple`) instead of Redisson's `RLock` hash.
     simple: bool,
+    /// `redis+cluster://`: names whose keys would fall in different slots are refused.
+    cluster: bool,
 }
 
 impl std::fmt::Debug for Redis {
@@ -99,16 +139,26 @@ fn parse_duration(url: &StoreUrl, name: &str, default: Duration) -> Result<Durat
 /// `host[:port]`, `[v6]:port`, or nothing (127.0.0.1:6379).
 fn parse_host(url: &StoreUrl) -> Result<(String, u16)> {
     let hosts = url.host_list();
-    let one = match hosts.as_slice() {
-        [] => return Ok(("127.0.0.1".to_owned(), DEFAULT_PORT)),
-        [one] => *one,
-        _ => {
-            return Err(Error::invalid_url(format!(
-                "{url} names several hosts; redis:// takes one server (Redis Cluster and Sentinel are separate \
-                 schemes)"
-            )));
-        }
-    };
+    match hosts.as_slice() {
+        [] => Ok(("127.0.0.1".to_owned(), DEFAULT_PORT)),
+        [one] => parse_addr(url, one),
+        _ => Err(Error::invalid_url(format!(
+            "{url} names several hosts; redis:// takes one server (Redis Cluster and Sentinel are separate schemes)"
+        ))),
+    }
+}
+
+/// Every `host[:port]` of a `redis+cluster://` URL (at least one).
+fn parse_hosts(url: &StoreUrl) -> Result<Vec<(String, u16)>> {
+    let hosts = url.host_list();
+    if hosts.is_empty() {
+        return Err(Error::invalid_url(format!("{url} names no host: redis+cluster://host1:port1,host2:port2,…")));
+    }
+    hosts.iter().map(|h| parse_addr(url, h)).collect()
+}
+
+/// One `host[:port]` or `[v6]:port`.
+fn parse_addr(url: &StoreUrl, one: &str) -> Result<(String, u16)> {
     let bad = || Error::invalid_url(format!("bad host or port `{one}` in {url}"));
     let (host, port) = if let Some(rest) = one.strip_prefix('[') {
         let (h, after) = rest.split_once(']').ok_or_else(bad)?;
@@ -156,9 +206,10 @@ fn count_arg(count: u32) -> u32 {
 
 impl Redis {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Redis> {
-        let tls = match url.scheme() {
-            "redis" => false,
-            "rediss" => true,
+        let (tls, cluster) = match url.scheme() {
+            "redis" => (false, false),
+            "rediss" => (true, false),
+            "redis+cluster" => (false, true),
             s => {
                 return Err(Error::unsupported(format!(
                     "`{s}://` is not supported yet by baton's Redis store ({url}); use redis:// for a single server"
@@ -206,8 +257,12 @@ impl Redis {
             }
         };
         let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
-        let (host, port) = parse_host(url)?;
-        let mut settings = RedisConnectionInfo::default().set_db(parse_db(url)?);
+        let (host, port) = if cluster { parse_hosts(url)?.swap_remove(0) } else { parse_host(url)? };
+        let db = parse_db(url)?;
+        if cluster && db != 0 {
+            return Err(Error::invalid_url(format!("{url}: Redis Cluster has database 0 only")));
+        }
+        let mut settings = RedisConnectionInfo::default().set_db(db);
         if let Some(user) = url.user().filter(|u| !u.is_empty()) {
             settings = settings.set_username(user);
         }
@@ -238,22 +293,46 @@ impl Redis {
             .set_min_delay(Duration::from_millis(50))
             .set_max_delay(Duration::from_secs(1));
 
-        let client = client_of(info.clone().set_redis_settings(settings.clone()))?;
-        let mut conn = ConnectionManager::new_with_config(client, config.clone())
-            .await
-            .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e))?;
+        let cannot = |e: RedisError| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e);
+        let mut conn = if cluster {
+            let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| ConnectionAddr::Tcp(h, p).into_connection_info());
+            let nodes = nodes.collect::<redis::RedisResult<Vec<_>>>().map_err(|e| error(&store, e))?;
+            let mut b = ClusterClientBuilder::new(nodes)
+                .connection_timeout(connect_timeout)
+                .response_timeout(timeout)
+                .retries(3)
+                .max_retry_wait(1000)
+                .min_retry_wait(50);
+            if let Some(user) = url.user().filter(|u| !u.is_empty()) {
+                b = b.username(user);
+            }
+            if let Some(password) = url.password() {
+                b = b.password(password);
+            }
+            let client = b.build().map_err(|e| error(&store, e))?;
+            // Bounded: the cluster client's own connect may retry past `connect_timeout`.
+            let c = tokio::time::timeout(connect_timeout * 3, client.get_async_connection())
+                .await
+                .map_err(|_| Error::connection(format!("cannot connect to {store}: timed out")))?
+                .map_err(cannot)?;
+            Conn::Cluster(c)
+        } else {
+            let client = client_of(info.clone().set_redis_settings(settings.clone()))?;
+            Conn::Single(ConnectionManager::new_with_config(client, config.clone()).await.map_err(cannot)?)
+        };
         // Loaded once; a server that lost them (restart, SCRIPT FLUSH) gets them again on
         // the first NOSCRIPT.
         load_scripts(&mut conn).await.map_err(|e| error(&store, e))?;
 
-        // The subscriber connection: RESP3 push messages, connected on first use.
+        // The subscriber connection: RESP3 push messages, connected on first use. On a
+        // cluster, to the first node: a PUBLISH reaches every node's subscribers.
         let channels = Arc::new(Channels::default());
         let sub_client = client_of(info.set_redis_settings(settings.set_protocol(ProtocolVersion::RESP3)))?;
         let sub_config =
             config.set_push_sender(pubsub::push_handler(Arc::downgrade(&channels))).set_automatic_resubscription();
         let sub = ConnectionManager::new_lazy_with_config(sub_client, sub_config).map_err(|e| error(&store, e))?;
         let hub = Arc::new(Hub::new(sub, channels, crate::rt::Rt::current(), timeout, store.clone()));
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple })
+        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -261,7 +340,19 @@ impl Redis {
         keys::redis_name(key, self.bare)
     }
 
-    fn conn(&self) -> Result<ConnectionManager> {
+    /// On a cluster, refuses a name whose keys would not share one slot (a `{` or `}`
+    /// without a non-empty `{tag}`), before any script runs into `CROSSSLOT`.
+    fn check_slot(&self, key: &Key) -> Result<()> {
+        if self.cluster && !keys::cluster_safe(&self.name(key)) {
+            return Err(Error::invalid_argument(format!(
+                "{key} cannot be used on Redis Cluster: a name with `{{` or `}}` needs a non-empty `{{tag}}` so that \
+                 all its keys share one hash slot"
+            )));
+        }
+        Ok(())
+    }
+
+    fn conn(&self) -> Result<Conn> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(Error::closed)
     }
 
@@ -321,6 +412,24 @@ impl Redis {
             }
             Family::Latch => return Err(Error::unsupported("a count-down latch has no lease to renew")),
         })
+    }
+
+    /// Renewals as one pipeline (one round trip).
+    async fn renew_pipeline(&self, cmds: Vec<Cmd>) -> Result<Vec<bool>> {
+        let mut pipe = redis::pipe();
+        for cmd in cmds {
+            pipe.add_command(cmd);
+        }
+        pipe.ignore_errors();
+        let mut conn = self.conn()?;
+        let mut out: Vec<redis::RedisResult<i64>> = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        if out.iter().any(|r| r.as_ref().is_err_and(is_noscript)) {
+            load_scripts(&mut conn).await.map_err(|e| self.err(e))?;
+            out = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        }
+        // An item the server refused (a name reused by another kind of object) is lost;
+        // the others stand.
+        Ok(out.into_iter().map(|r| matches!(r, Ok(1))).collect())
     }
 
     async fn run_renew(&self, cmd: Cmd) -> Result<bool> {
@@ -520,13 +629,25 @@ fn is_noscript(e: &RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
 }
 
-/// Loads every script (one round trip).
-async fn load_scripts(conn: &mut ConnectionManager) -> redis::RedisResult<()> {
-    let mut load = redis::pipe();
-    for s in SCRIPTS.all() {
-        load.cmd("SCRIPT").arg("LOAD").arg(s.code).ignore();
+/// Loads every script: one pipeline on a single server; on a cluster one `SCRIPT LOAD`
+/// per script, each of which the cluster client sends to every master (a pipeline would
+/// go to one node only).
+async fn load_scripts(conn: &mut Conn) -> redis::RedisResult<()> {
+    match conn {
+        Conn::Single(_) => {
+            let mut load = redis::pipe();
+            for s in SCRIPTS.all() {
+                load.cmd("SCRIPT").arg("LOAD").arg(s.code).ignore();
+            }
+            load.exec_async(conn).await
+        }
+        Conn::Cluster(_) => {
+            for s in SCRIPTS.all() {
+                redis::cmd("SCRIPT").arg("LOAD").arg(s.code).exec_async(conn).await?;
+            }
+            Ok(())
+        }
     }
-    load.exec_async(conn).await
 }
 
 /// The absolute expiry of a hold with `left` ms to go (`left` -1: no ttl).
@@ -598,6 +719,7 @@ fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
 #[async_trait]
 impl Backend for Redis {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        self.check_slot(key)?;
         if self.simple && key.family == Family::Lock {
             return self.simple_acquire(key, req).await;
         }
@@ -686,21 +808,30 @@ impl Backend for Redis {
     }
 
     /// One pipeline per batch: a round trip for up to `renewer::BATCH` leases.
+    /// On a cluster, one pipeline per hash slot (a pipeline cannot span slots), all sent
+    /// at once.
     async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
-        let mut pipe = redis::pipe();
+        let mut cmds = Vec::with_capacity(items.len());
         for (key, holder) in items {
-            pipe.add_command(self.renew_call(key, holder, lease)?);
+            cmds.push(self.renew_call(key, holder, lease)?);
         }
-        pipe.ignore_errors();
-        let mut conn = self.conn()?;
-        let mut out: Vec<redis::RedisResult<i64>> = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
-        if out.iter().any(|r| r.as_ref().is_err_and(is_noscript)) {
-            load_scripts(&mut conn).await.map_err(|e| self.err(e))?;
-            out = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        if !self.cluster {
+            return self.renew_pipeline(cmds).await;
         }
-        // An item the server refused (a name reused by another kind of object) is lost;
-        // the others stand.
-        Ok(out.into_iter().map(|r| matches!(r, Ok(1))).collect())
+        let mut by_slot: std::collections::BTreeMap<u16, Vec<usize>> = Default::default();
+        for (i, (key, _)) in items.iter().enumerate() {
+            by_slot.entry(keys::slot(self.name(key).as_bytes())).or_default().push(i);
+        }
+        let groups: Vec<Vec<usize>> = by_slot.into_values().collect();
+        let runs = groups.iter().map(|g| self.renew_pipeline(g.iter().map(|i| cmds[*i].clone()).collect()));
+        let answers = futures_util::future::join_all(runs).await;
+        let mut out = vec![false; items.len()];
+        for (g, answer) in groups.iter().zip(answers) {
+            for (i, ok) in g.iter().zip(answer?) {
+                out[*i] = ok;
+            }
+        }
+        Ok(out)
     }
 
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
@@ -795,6 +926,7 @@ impl Backend for Redis {
     }
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
+        self.check_slot(key)?;
         // Leases are absolute times on the server's clock; `from_state` reports what is
         // left of each at the server's `now`.
         let (s, now) = match key.family {
@@ -808,6 +940,7 @@ impl Backend for Redis {
     }
 
     async fn latch_try_set(&self, key: &Key, count: u64) -> Result<bool> {
+        self.check_slot(key)?;
         if i64::try_from(count).is_err() {
             return Err(Error::invalid_argument(format!(
                 "latch count {count} is too large for Redis (max {})",
@@ -822,6 +955,7 @@ impl Backend for Redis {
     }
 
     async fn latch_count_down(&self, key: &Key) -> Result<u64> {
+        self.check_slot(key)?;
         let n = self.name(key);
         let channel = keys::latch_channel(&n);
         let v = self.eval(&SCRIPTS.latch_down, &[n.as_bytes()], &[channel.as_bytes()]).await?;

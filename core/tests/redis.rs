@@ -72,7 +72,8 @@ async fn url_forms() {
         ("redis://127.0.0.1:6379?scheme=hash", ErrorKind::InvalidArgument, "scheme"),
         ("redis+cluster://127.0.0.1:7101,127.0.0.1:x", ErrorKind::InvalidUrl, "127.0.0.1:x"),
         ("redis+cluster://127.0.0.1:7101/2", ErrorKind::InvalidUrl, "database 0"),
-        ("redis+sentinel://127.0.0.1:26379/mymaster", ErrorKind::Unsupported, "redis+sentinel"),
+        ("redis+sentinel://127.0.0.1:26379", ErrorKind::InvalidUrl, "master's name"),
+        ("redis+sentinel://127.0.0.1:26379/mymaster/x", ErrorKind::InvalidUrl, "master's name"),
     ] {
         let e = Client::connect(url).await.expect_err(url);
         assert_eq!(e.kind(), kind, "{url}: {e}");

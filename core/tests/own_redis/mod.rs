@@ -130,7 +130,50 @@ impl OwnRedis {
         (OwnRedis::launch(dir, Some(&certs)), certs)
     }
 
+    /// A replica of the server on `master_port`.
+    pub fn start_replica_of(master_port: u16) -> OwnRedis {
+        let mut r = OwnRedis::launch_with(tempfile::tempdir().unwrap(), None, |args| {
+            args.extend(["--replicaof".into(), "127.0.0.1".into(), master_port.to_string()]);
+        });
+        r.run();
+        r
+    }
+
+    /// A sentinel watching `mymaster` on `master_port` (quorum 1, down after
+    /// `down_after_ms`).
+    pub fn start_sentinel(master_port: u16, down_after_ms: u64) -> OwnRedis {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let conf = dir.path().join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "bind 127.0.0.1\nport {port}\ndir {}\nsentinel monitor mymaster 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds mymaster {down_after_ms}\nsentinel failover-timeout mymaster 5000\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let args = vec![conf.display().to_string(), "--sentinel".into()];
+        let mut r = OwnRedis { child: None, dir, port, tls_port: None, args };
+        r.run();
+        r
+    }
+
+    /// Sends `signal` to the server process (SIGSTOP / SIGCONT to freeze and thaw it).
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("not running").id().to_string();
+        let ok = Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success();
+        assert!(ok, "kill -{signal} {pid}");
+    }
+
     fn launch(dir: tempfile::TempDir, certs: Option<&Certs>) -> OwnRedis {
+        let mut r = OwnRedis::launch_with(dir, certs, |_| {});
+        r.run();
+        r
+    }
+
+    fn launch_with(dir: tempfile::TempDir, certs: Option<&Certs>, extra: impl FnOnce(&mut Vec<String>)) -> OwnRedis {
         let port = free_port();
         let mut args: Vec<String> =
             ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].iter().map(|s| s.to_string()).collect();
@@ -151,9 +194,8 @@ impl OwnRedis {
             ]);
             p
         });
-        let mut r = OwnRedis { child: None, dir, port, tls_port, args };
-        r.run();
-        r
+        extra(&mut args);
+        OwnRedis { child: None, dir, port, tls_port, args }
     }
 
     /// Starts the process and waits (≤ 10 s) until it answers PING.

@@ -1,7 +1,9 @@
 //! `redis://[user[:password]@]host[:port][/db]`: a single Redis server (≥ 6: the
 //! subscriber connection speaks RESP3); `rediss://` the same over TLS (rustls; the
 //! system's roots, or the PEM file of `?ca=/path/ca.pem`). ACL users log in with
-//! `user:password@`.
+//! `user:password@`. `redis+cluster://h1,h2,h3`: a Redis Cluster (every key of one
+//! primitive in the name's slot). `redis+sentinel://s1,s2/master[/db]`: the master the
+//! sentinels name, followed across failovers.
 //!
 //! Every primitive keeps Redisson's data layout, so a Java service using Redisson and a
 //! baton client contend safely on the same names (docs/redis-layout.md has every key,
@@ -31,6 +33,7 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{
     Cmd, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo, RedisError, ServerErrorKind, Value,
 };
@@ -101,6 +104,29 @@ pub(crate) struct Redis {
     simple: bool,
     /// `redis+cluster://`: names whose keys would fall in different slots are refused.
     cluster: bool,
+    /// `redis+sentinel://`: where to ask for the master again after a failure.
+    sentinel: Option<Sentinel>,
+}
+
+/// The Sentinel side of `redis+sentinel://`: after a command fails as a failover makes it
+/// fail (connection lost, `READONLY` from a demoted master, `LOADING`), the sentinels are
+/// asked for the master again and, when it moved, both connections move to it.
+struct Sentinel {
+    client: tokio::sync::Mutex<SentinelClient>,
+    /// `host:port` of the master the connections go to.
+    master: Mutex<String>,
+    settings: RedisConnectionInfo,
+    config: ConnectionManagerConfig,
+    sub_config: ConnectionManagerConfig,
+}
+
+/// Whether `e` is how a command fails across a failover.
+fn failover_error(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || matches!(e.code(), Some("READONLY" | "LOADING" | "MASTERDOWN"))
 }
 
 impl std::fmt::Debug for Redis {
@@ -183,6 +209,26 @@ fn parse_addr(url: &StoreUrl, one: &str) -> Result<(String, u16)> {
     Ok((host.to_owned(), port))
 }
 
+/// The path of `redis+sentinel://hosts/master-name[/db]`: the master's name and the
+/// database number.
+fn parse_sentinel_path(url: &StoreUrl) -> Result<(String, i64)> {
+    let bad = || {
+        Error::invalid_url(format!(
+            "{url}: redis+sentinel:// needs the master's name as its path: redis+sentinel://host:26379/mymaster[/db]"
+        ))
+    };
+    let mut parts = url.path().trim_start_matches('/').split('/');
+    let name = parts.next().filter(|n| !n.is_empty()).ok_or_else(bad)?;
+    let db = match parts.next() {
+        None | Some("") => 0,
+        Some(d) => d.parse::<i64>().ok().filter(|d| *d >= 0).ok_or_else(bad)?,
+    };
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok((name.to_owned(), db))
+}
+
 /// The database number from the path (`/0`, `/3`; none is 0).
 fn parse_db(url: &StoreUrl) -> Result<i64> {
     match url.path().trim_start_matches('/') {
@@ -210,6 +256,7 @@ impl Redis {
             "redis" => (false, false),
             "rediss" => (true, false),
             "redis+cluster" => (false, true),
+            "redis+sentinel" => (false, false),
             s => {
                 return Err(Error::unsupported(format!(
                     "`{s}://` is not supported yet by baton's Redis store ({url}); use redis:// for a single server"
@@ -257,8 +304,13 @@ impl Redis {
             }
         };
         let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
-        let (host, port) = if cluster { parse_hosts(url)?.swap_remove(0) } else { parse_host(url)? };
-        let db = parse_db(url)?;
+        let sentinel_of = (url.scheme() == "redis+sentinel").then(|| parse_sentinel_path(url)).transpose()?;
+        let (host, port) =
+            if cluster || sentinel_of.is_some() { parse_hosts(url)?.swap_remove(0) } else { parse_host(url)? };
+        let db = match &sentinel_of {
+            Some((_, db)) => *db,
+            None => parse_db(url)?,
+        };
         if cluster && db != 0 {
             return Err(Error::invalid_url(format!("{url}: Redis Cluster has database 0 only")));
         }
@@ -294,7 +346,25 @@ impl Redis {
             .set_max_delay(Duration::from_secs(1));
 
         let cannot = |e: RedisError| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e);
-        let mut conn = if cluster {
+        let mut sentinel = None;
+        let mut master_info = None;
+        let mut conn = if let Some((master_name, _)) = &sentinel_of {
+            let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| ConnectionAddr::Tcp(h, p).into_connection_info());
+            let nodes = nodes.collect::<redis::RedisResult<Vec<_>>>().map_err(|e| error(&store, e))?;
+            let node_info = SentinelNodeConnectionInfo::default().set_redis_connection_info(settings.clone());
+            let mut client = SentinelClient::build(nodes, master_name, Some(node_info), SentinelServerType::Master)
+                .map_err(|e| error(&store, e))?;
+            let master = tokio::time::timeout(connect_timeout * 3, client.async_get_client())
+                .await
+                .map_err(|_| Error::connection(format!("cannot connect to {store}: no sentinel answered in time")))?
+                .map_err(cannot)?;
+            let info = master.get_connection_info().clone().set_redis_settings(settings.clone());
+            let at = info.addr().to_string();
+            let c = ConnectionManager::new_with_config(master, config.clone()).await.map_err(cannot)?;
+            sentinel = Some((client, at));
+            master_info = Some(info);
+            Conn::Single(c)
+        } else if cluster {
             let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| ConnectionAddr::Tcp(h, p).into_connection_info());
             let nodes = nodes.collect::<redis::RedisResult<Vec<_>>>().map_err(|e| error(&store, e))?;
             let mut b = ClusterClientBuilder::new(nodes)
@@ -327,12 +397,23 @@ impl Redis {
         // The subscriber connection: RESP3 push messages, connected on first use. On a
         // cluster, to the first node: a PUBLISH reaches every node's subscribers.
         let channels = Arc::new(Channels::default());
-        let sub_client = client_of(info.set_redis_settings(settings.set_protocol(ProtocolVersion::RESP3)))?;
-        let sub_config =
-            config.set_push_sender(pubsub::push_handler(Arc::downgrade(&channels))).set_automatic_resubscription();
-        let sub = ConnectionManager::new_lazy_with_config(sub_client, sub_config).map_err(|e| error(&store, e))?;
+        let sub_info = master_info.unwrap_or_else(|| info.set_redis_settings(settings.clone()));
+        let sub_client = client_of(sub_info.set_redis_settings(settings.clone().set_protocol(ProtocolVersion::RESP3)))?;
+        let sub_config = config
+            .clone()
+            .set_push_sender(pubsub::push_handler(Arc::downgrade(&channels)))
+            .set_automatic_resubscription();
+        let sub =
+            ConnectionManager::new_lazy_with_config(sub_client, sub_config.clone()).map_err(|e| error(&store, e))?;
         let hub = Arc::new(Hub::new(sub, channels, crate::rt::Rt::current(), timeout, store.clone()));
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster })
+        let sentinel = sentinel.map(|(client, at)| Sentinel {
+            client: tokio::sync::Mutex::new(client),
+            master: Mutex::new(at),
+            settings,
+            config,
+            sub_config,
+        });
+        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -360,15 +441,53 @@ impl Redis {
         error(&self.store, e)
     }
 
-    /// Runs `lua` by SHA, loading it again if the server lost it.
-    async fn eval(&self, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
-        let mut conn = self.conn()?;
-        let cmd = evalsha(lua, keys, args);
-        match cmd.query_async::<Value>(&mut conn).await {
-            Err(e) if is_noscript(&e) => {
-                lua.script.load_async(&mut conn).await.map_err(|e| self.err(e))?;
-                cmd.query_async(&mut conn).await.map_err(|e| self.err(e))
+    /// After `e`, on `redis+sentinel://`: asks the sentinels where the master is and, if
+    /// it moved, moves both connections there. True when the caller should try again.
+    async fn recover(&self, e: &RedisError) -> bool {
+        let Some(s) = &self.sentinel else { return false };
+        if !failover_error(e) {
+            return false;
+        }
+        let before = s.master.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut client = s.client.lock().await;
+        // Someone else moved the connections while we waited for the lock.
+        if *s.master.lock().unwrap_or_else(|p| p.into_inner()) != before {
+            return true;
+        }
+        let Ok(Ok(master)) = tokio::time::timeout(Duration::from_secs(5), client.async_get_client()).await else {
+            return false;
+        };
+        let info = master.get_connection_info().clone().set_redis_settings(s.settings.clone());
+        let at = info.addr().to_string();
+        if at == before {
+            return false;
+        }
+        let Ok(Ok(conn)) =
+            tokio::time::timeout(Duration::from_secs(5), ConnectionManager::new_with_config(master, s.config.clone()))
+                .await
+        else {
+            return false;
+        };
+        let sub_info = info.set_redis_settings(s.settings.clone().set_protocol(ProtocolVersion::RESP3));
+        let Ok(sub_client) = redis::Client::open(sub_info) else { return false };
+        let Ok(sub) = ConnectionManager::new_lazy_with_config(sub_client, s.sub_config.clone()) else { return false };
+        {
+            let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                return false; // closed meanwhile
             }
+            *slot = Some(Conn::Single(conn));
+        }
+        *s.master.lock().unwrap_or_else(|p| p.into_inner()) = at;
+        self.hub.replace(sub);
+        true
+    }
+
+    /// Runs `lua` by SHA, loading it again if the server lost it; on `redis+sentinel://`
+    /// once more on the new master after a failover.
+    async fn eval(&self, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
+        match eval_on(self.conn()?, lua, keys, args).await {
+            Err(e) if self.recover(&e).await => eval_on(self.conn()?, lua, keys, args).await.map_err(|e| self.err(e)),
             r => r.map_err(|e| self.err(e)),
         }
     }
@@ -421,24 +540,25 @@ impl Redis {
             pipe.add_command(cmd);
         }
         pipe.ignore_errors();
-        let mut conn = self.conn()?;
-        let mut out: Vec<redis::RedisResult<i64>> = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
-        if out.iter().any(|r| r.as_ref().is_err_and(is_noscript)) {
-            load_scripts(&mut conn).await.map_err(|e| self.err(e))?;
-            out = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        let mut out = pipeline_on(self.conn()?, &pipe).await;
+        // A failover answers the whole pipeline or each item (`READONLY`): move and retry.
+        let failed = match &out {
+            Err(e) => Some(e),
+            Ok(items) => items.iter().find_map(|r| r.as_ref().err().filter(|e| failover_error(e))),
+        };
+        if let Some(e) = failed
+            && self.recover(e).await
+        {
+            out = pipeline_on(self.conn()?, &pipe).await;
         }
         // An item the server refused (a name reused by another kind of object) is lost;
         // the others stand.
-        Ok(out.into_iter().map(|r| matches!(r, Ok(1))).collect())
+        Ok(out.map_err(|e| self.err(e))?.into_iter().map(|r| matches!(r, Ok(1))).collect())
     }
 
     async fn run_renew(&self, cmd: Cmd) -> Result<bool> {
-        let mut conn = self.conn()?;
-        let out = match cmd.query_async::<i64>(&mut conn).await {
-            Err(e) if is_noscript(&e) => {
-                load_scripts(&mut conn).await.map_err(|e| self.err(e))?;
-                cmd.query_async::<i64>(&mut conn).await
-            }
+        let out = match renew_on(self.conn()?, &cmd).await {
+            Err(e) if self.recover(&e).await => renew_on(self.conn()?, &cmd).await,
             r => r,
         };
         out.map(|v| v == 1).map_err(|e| self.err(e))
@@ -610,6 +730,40 @@ impl Redis {
             _ => Err(bad()),
         }
     }
+}
+
+/// `lua` by SHA on `conn`, loaded again first if the server lost it.
+async fn eval_on(mut conn: Conn, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> redis::RedisResult<Value> {
+    let cmd = evalsha(lua, keys, args);
+    match cmd.query_async::<Value>(&mut conn).await {
+        Err(e) if is_noscript(&e) => {
+            lua.script.load_async(&mut conn).await?;
+            cmd.query_async(&mut conn).await
+        }
+        r => r,
+    }
+}
+
+/// One renewal on `conn`, scripts loaded again first if the server lost them.
+async fn renew_on(mut conn: Conn, cmd: &Cmd) -> redis::RedisResult<i64> {
+    match cmd.query_async::<i64>(&mut conn).await {
+        Err(e) if is_noscript(&e) => {
+            load_scripts(&mut conn).await?;
+            cmd.query_async::<i64>(&mut conn).await
+        }
+        r => r,
+    }
+}
+
+/// A pipeline of renewals on `conn` (one answer per item), scripts loaded again first if
+/// the server lost them.
+async fn pipeline_on(mut conn: Conn, pipe: &redis::Pipeline) -> redis::RedisResult<Vec<redis::RedisResult<i64>>> {
+    let out: Vec<redis::RedisResult<i64>> = pipe.query_async(&mut conn).await?;
+    if out.iter().any(|r| r.as_ref().is_err_and(is_noscript)) {
+        load_scripts(&mut conn).await?;
+        return pipe.query_async(&mut conn).await;
+    }
+    Ok(out)
 }
 
 /// `EVALSHA sha nkeys keys… args…`.
@@ -963,9 +1117,12 @@ impl Backend for Redis {
     }
 
     async fn latch_count(&self, key: &Key) -> Result<u64> {
-        let mut conn = self.conn()?;
-        let v: Option<i64> =
-            redis::cmd("GET").arg(self.name(key)).query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        let get = redis::cmd("GET").arg(self.name(key)).clone();
+        let v: Option<i64> = match get.query_async(&mut self.conn()?).await {
+            Err(e) if self.recover(&e).await => get.query_async(&mut self.conn()?).await,
+            r => r,
+        }
+        .map_err(|e| self.err(e))?;
         Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
     }
 

@@ -427,3 +427,46 @@ async fn sentinel_failover_loses_unreplicated_grant() {
     g2.release().await.unwrap();
     assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::LockLost);
 }
+
+/// `?scheme=simple` on a server that sends keyspace notifications
+/// (`notify-keyspace-events Kgx`): a release done the redis-py way, which publishes
+/// nothing itself, wakes a baton waiter through the notification, well under the 1 s
+/// re-check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_waiter_woken_by_keyspace_notification() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let srv = OwnRedis::start();
+    let _: () = redis::cmd("CONFIG").arg(&["SET", "notify-keyspace-events", "Kgx"]).query(&mut srv.admin()).unwrap();
+    let c = Client::connect(&format!("{}?scheme=simple", srv.url())).await.unwrap();
+    let mut admin = srv.admin();
+    for round in 0..3 {
+        let name = format!("py/{round}");
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let set: Option<String> =
+            redis::cmd("SET").arg(&name).arg(&token).arg("NX").arg("PX").arg(30_000).query(&mut admin).unwrap();
+        assert!(set.is_some());
+        let waiter = {
+            let (c, name) = (c.clone(), name.clone());
+            tokio::spawn(async move {
+                let g = c.lock(&name).acquire().await.unwrap();
+                let at = Instant::now();
+                g.release().await.unwrap();
+                at
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let released = Instant::now();
+        let deleted: i64 = redis::cmd("EVAL")
+            .arg("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0")
+            .arg(1)
+            .arg(&name)
+            .arg(&token)
+            .query(&mut admin)
+            .unwrap();
+        assert_eq!(deleted, 1);
+        let at = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("waiter hung").unwrap();
+        assert!(at - released < WAKE, "round {round}: woken {:?} after the redis-py release", at - released);
+    }
+}

@@ -106,6 +106,8 @@ pub(crate) struct Redis {
     cluster: bool,
     /// `redis+sentinel://`: where to ask for the master again after a failure.
     sentinel: Option<Sentinel>,
+    /// The database number (keyspace notification channels name it).
+    db: i64,
 }
 
 /// The Sentinel side of `redis+sentinel://`: after a command fails as a failover makes it
@@ -413,7 +415,7 @@ impl Redis {
             config,
             sub_config,
         });
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel })
+        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel, db })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -870,6 +872,19 @@ fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
         .collect()
 }
 
+/// Whichever of two subscriptions speaks first.
+struct Either(Box<dyn Subscription>, Box<dyn Subscription>);
+
+#[async_trait]
+impl Subscription for Either {
+    async fn changed(&mut self, until: tokio::time::Instant) -> Result<()> {
+        tokio::select! {
+            r = self.0.changed(until) => r,
+            r = self.1.changed(until) => r,
+        }
+    }
+}
+
 #[async_trait]
 impl Backend for Redis {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
@@ -1059,12 +1074,15 @@ impl Backend for Redis {
         // An unlock message `0` on a lock channel wakes one local waiter (one grant is
         // possible); the other channels wake every waiter.
         let n = self.name(key);
-        let channel = if self.simple && key.family == Family::Lock {
-            keys::simple_channel(&n)
-        } else {
-            keys::channel(key.family, &n)
-        };
-        self.hub.subscribe(channel, key.family == Family::Lock).await
+        if self.simple && key.family == Family::Lock {
+            // baton's own releases publish; the simple clients' releases and expiries are
+            // heard through keyspace notifications where the server sends them
+            // (`notify-keyspace-events` with `K` and `g`/`x`), else by the re-check.
+            let own = self.hub.subscribe(keys::simple_channel(&n), true).await?;
+            let space = self.hub.subscribe(format!("__keyspace@{}__:{n}", self.db), false).await?;
+            return Ok(Box::new(Either(own, space)));
+        }
+        self.hub.subscribe(keys::channel(key.family, &n), key.family == Family::Lock).await
     }
 
     /// A fair-lock waiter listens on its own channel, as `RFairLock` waiters do: a release

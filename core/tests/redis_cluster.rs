@@ -117,3 +117,28 @@ async fn many_leases_renewed_across_slots() {
     let other = Client::connect(&server()).await.unwrap();
     assert!(other.lock(&format!("{base}/499")).try_acquire().await.unwrap().is_none());
 }
+
+/// A URL whose first node is down still works, wake-ups included: the subscriber
+/// connection goes to the first node that answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_node_down_still_wakes() {
+    let url = server().replacen("redis+cluster://", "redis+cluster://127.0.0.1:1,", 1);
+    let url = format!("{url}{}connect_timeout=1s", if url.contains('?') { '&' } else { '?' });
+    let (a, b) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
+    let name = unique("first-down");
+    let g = a.lock(&name).acquire().await.unwrap();
+    let waiter = {
+        let name = name.clone();
+        tokio::spawn(async move {
+            let g = b.lock(&name).acquire().await.unwrap();
+            let at = tokio::time::Instant::now();
+            g.release().await.unwrap();
+            at
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = tokio::time::Instant::now();
+    g.release().await.unwrap();
+    let at = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("waiter hung").unwrap();
+    assert!(at - released < behaviour::WAKE, "woken {:?} after the release", at - released);
+}

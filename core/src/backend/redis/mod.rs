@@ -231,6 +231,28 @@ fn parse_sentinel_path(url: &StoreUrl) -> Result<(String, i64)> {
     Ok((name.to_owned(), db))
 }
 
+/// The first host of `url` that answers PING within `limit` (the cluster's subscriber
+/// node), if any.
+async fn first_answering(
+    url: &StoreUrl,
+    settings: &RedisConnectionInfo,
+    limit: Duration,
+) -> Option<redis::ConnectionInfo> {
+    for (host, port) in parse_hosts(url).ok()? {
+        let Ok(info) = ConnectionAddr::Tcp(host, port).into_connection_info() else { continue };
+        let info = info.set_redis_settings(settings.clone());
+        let Ok(client) = redis::Client::open(info.clone()) else { continue };
+        let ping = async {
+            let mut c = client.get_multiplexed_async_connection().await?;
+            redis::cmd("PING").query_async::<String>(&mut c).await
+        };
+        if let Ok(Ok(_)) = tokio::time::timeout(limit, ping).await {
+            return Some(info);
+        }
+    }
+    None
+}
+
 /// The database number from the path (`/0`, `/3`; none is 0).
 fn parse_db(url: &StoreUrl) -> Result<i64> {
     match url.path().trim_start_matches('/') {
@@ -397,8 +419,10 @@ impl Redis {
         load_scripts(&mut conn).await.map_err(|e| error(&store, e))?;
 
         // The subscriber connection: RESP3 push messages, connected on first use. On a
-        // cluster, to the first node: a PUBLISH reaches every node's subscribers.
+        // cluster, to the first node of the URL that answers now: a PUBLISH reaches every
+        // node's subscribers.
         let channels = Arc::new(Channels::default());
+        let info = if cluster { first_answering(url, &settings, connect_timeout).await.unwrap_or(info) } else { info };
         let sub_info = master_info.unwrap_or_else(|| info.set_redis_settings(settings.clone()));
         let sub_client = client_of(sub_info.set_redis_settings(settings.clone().set_protocol(ProtocolVersion::RESP3)))?;
         let sub_config = config

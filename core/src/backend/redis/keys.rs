@@ -171,6 +171,11 @@ pub(super) fn first_member(holder: &str) -> Vec<u8> {
     }
 }
 
+/// Whether `holder` is a permit id (32 hex digits), not a semaphore holder.
+pub(super) fn is_permit_id(holder: &str) -> bool {
+    permit_id_bytes(holder).is_some()
+}
+
 /// The 16 bytes of a 32-hex-digit permit id.
 fn permit_id_bytes(id: &str) -> Option<[u8; 16]> {
     if id.len() != 32 {

@@ -23,6 +23,7 @@
 
 mod keys;
 mod pubsub;
+mod rsemaphore;
 mod scripts;
 mod simple;
 
@@ -48,7 +49,7 @@ use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Requ
 use crate::url::StoreUrl;
 
 /// Options of `redis://` besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca"];
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore"];
 /// How long one command may take before it fails with `Connection` (`?timeout=`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take (`?connect_timeout=`).
@@ -108,6 +109,8 @@ pub(crate) struct Redis {
     sentinel: Option<Sentinel>,
     /// The database number (keyspace notification channels name it).
     db: i64,
+    /// `?semaphore=rsemaphore`: semaphores on Redisson's bare `RSemaphore` counter.
+    rsemaphore: bool,
 }
 
 /// The Sentinel side of `redis+sentinel://`: after a command fails as a failover makes it
@@ -327,6 +330,15 @@ impl Redis {
                 )));
             }
         };
+        let rsemaphore = match url.option("semaphore") {
+            None | Some("leased") => false,
+            Some("rsemaphore") => true,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "option `semaphore` of {url} is `leased` (the default) or `rsemaphore`, not `{other}`"
+                )));
+            }
+        };
         let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
         let sentinel_of = (url.scheme() == "redis+sentinel").then(|| parse_sentinel_path(url)).transpose()?;
         let (host, port) =
@@ -439,7 +451,7 @@ impl Redis {
             config,
             sub_config,
         });
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel, db })
+        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel, db, rsemaphore })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -526,6 +538,9 @@ impl Redis {
     fn renew_call(&self, key: &Key, holder: &str, lease: Duration) -> Result<Cmd> {
         if self.simple && key.family == Family::Lock {
             return Ok(self.simple_renew_call(key, holder, lease));
+        }
+        if self.bare_counter(key, holder) {
+            return Ok(self.rsem_renew_call(key, holder, lease));
         }
         let lease = ms(lease).to_string();
         let n = &self.name(key);
@@ -916,6 +931,9 @@ impl Backend for Redis {
         if self.simple && key.family == Family::Lock {
             return self.simple_acquire(key, req).await;
         }
+        if self.bare_counter(key, &req.holder) {
+            return self.rsem_acquire(key, req).await;
+        }
         let n = &self.name(key);
         let lease = req.lease_ms.to_string();
         let enqueue = if req.enqueue { "1" } else { "0" };
@@ -1032,6 +1050,7 @@ impl Backend for Redis {
         let c = count_arg(count).to_string();
         let v = match key.family {
             Family::Lock if self.simple => return self.simple_release(key, holder, count).await,
+            Family::Semaphore if self.bare_counter(key, holder) => return self.rsem_release(key, holder, count).await,
             Family::Lock => {
                 let k = LockKeys::new(n);
                 self.eval(
@@ -1129,6 +1148,7 @@ impl Backend for Redis {
             Family::Lock if self.simple => self.simple_inspect(key).await?,
             Family::Lock => self.inspect_lock(key).await?,
             Family::RwLock => self.inspect_rw(key).await?,
+            Family::Semaphore if self.rsemaphore => self.inspect_rsem(key).await?,
             Family::Semaphore => self.inspect_sem(key).await?,
             Family::Latch => (KeyState { count: self.latch_count(key).await?, ..KeyState::default() }, 0),
         };

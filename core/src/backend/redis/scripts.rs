@@ -610,6 +610,60 @@ return {now_ms(), redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis
 "#
 );
 
+/// `?semaphore=rsemaphore`: a semaphore as Redisson's `RSemaphore` keeps it — the bare
+/// counter `N`, nothing else in Redisson's view. baton records each holder's permits and
+/// token in its side hash (`p:<holder>`, `t:<holder>`; no ttl: a permit has no lease).
+///
+/// KEYS: count, counter, meta. ARGV: holder, count, limit.
+const RSEM_ACQUIRE: &str = r#"
+local holder = ARGV[1]
+local want = tonumber(ARGV[2])
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[3]) end
+local k = tonumber(redis.call('HGET', KEYS[3], 'p:' .. holder)) or 0
+if k > 0 then want = 1 end
+if (tonumber(redis.call('GET', KEYS[1])) or 0) < want then return {0, -1} end
+redis.call('DECRBY', KEYS[1], want)
+redis.call('HINCRBY', KEYS[3], 'p:' .. holder, want)
+if k > 0 then
+  local t = redis.call('HGET', KEYS[3], 't:' .. holder) or redis.call('GET', KEYS[2]) or 0
+  return {1, tonumber(t), k + want, 0}
+end
+local t = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[3], 't:' .. holder, t)
+return {1, t, want, 1}
+"#;
+
+/// KEYS: count, meta. ARGV: holder, count (0: all), channel. `RSemaphore.release`: INCRBY
+/// and the new count published on `redisson_sc:{N}`.
+const RSEM_RELEASE: &str = r#"
+local holder = ARGV[1]
+local k = tonumber(redis.call('HGET', KEYS[2], 'p:' .. holder)) or 0
+if k == 0 then return {0} end
+local n = tonumber(ARGV[2])
+if n == 0 then n = k end
+if n > k then return {3, k} end
+redis.call('PUBLISH', ARGV[3], redis.call('INCRBY', KEYS[1], n))
+if n == k then
+  redis.call('HDEL', KEYS[2], 'p:' .. holder, 't:' .. holder)
+  return {1}
+end
+redis.call('HSET', KEYS[2], 'p:' .. holder, k - n)
+return {2, k - n}
+"#;
+
+/// KEYS: meta. ARGV: holder. Nothing to extend: held while recorded.
+const RSEM_RENEW: &str = r#"
+return redis.call('HEXISTS', KEYS[1], 'p:' .. ARGV[1])
+"#;
+
+/// KEYS: counter, meta. Reply: {now, hgetall meta, counter}.
+const RSEM_INSPECT: &str = concat!(
+    prelude!(),
+    r#"
+return {now_ms(), redis.call('HGETALL', KEYS[2]), redis.call('GET', KEYS[1])}
+"#
+);
+
 /// One script: its source (for `SCRIPT LOAD`) and its SHA (for `EVALSHA`).
 pub(super) struct Lua {
     pub(super) code: &'static str,
@@ -644,10 +698,14 @@ pub(super) struct Scripts {
     pub(super) simple_release: Lua,
     pub(super) simple_renew: Lua,
     pub(super) simple_inspect: Lua,
+    pub(super) rsem_acquire: Lua,
+    pub(super) rsem_release: Lua,
+    pub(super) rsem_renew: Lua,
+    pub(super) rsem_inspect: Lua,
 }
 
 impl Scripts {
-    pub(super) fn all(&self) -> [&Lua; 20] {
+    pub(super) fn all(&self) -> [&Lua; 24] {
         [
             &self.lock_acquire,
             &self.lock_release,
@@ -669,6 +727,10 @@ impl Scripts {
             &self.simple_release,
             &self.simple_renew,
             &self.simple_inspect,
+            &self.rsem_acquire,
+            &self.rsem_release,
+            &self.rsem_renew,
+            &self.rsem_inspect,
         ]
     }
 }
@@ -694,4 +756,8 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     simple_release: Lua::new(SIMPLE_RELEASE),
     simple_renew: Lua::new(SIMPLE_RENEW),
     simple_inspect: Lua::new(SIMPLE_INSPECT),
+    rsem_acquire: Lua::new(RSEM_ACQUIRE),
+    rsem_release: Lua::new(RSEM_RELEASE),
+    rsem_renew: Lua::new(RSEM_RENEW),
+    rsem_inspect: Lua::new(RSEM_INSPECT),
 });

@@ -67,9 +67,13 @@ async fn url_forms() {
         ("redis://127.0.0.1:6379?timeout=0s", ErrorKind::InvalidArgument, "timeout"),
         ("redis://127.0.0.1:6379?nope=1", ErrorKind::InvalidUrl, "nope"),
         ("redis://127.0.0.1:6379?names=weird", ErrorKind::InvalidArgument, "weird"),
-        ("rediss://u:hunter2@127.0.0.1:6379", ErrorKind::Unsupported, "TLS"),
-        ("redis+cluster://127.0.0.1:7101,127.0.0.1:7102", ErrorKind::Unsupported, "redis+cluster"),
-        ("redis+sentinel://127.0.0.1:26379/mymaster", ErrorKind::Unsupported, "redis+sentinel"),
+        ("rediss://u:hunter2@127.0.0.1:6379?ca=/nonexistent/ca.pem", ErrorKind::InvalidArgument, "ca"),
+        ("redis://u:hunter2@127.0.0.1:6379?ca=/tmp/ca.pem", ErrorKind::InvalidArgument, "rediss://"),
+        ("redis://127.0.0.1:6379?scheme=hash", ErrorKind::InvalidArgument, "scheme"),
+        ("redis+cluster://127.0.0.1:7101,127.0.0.1:x", ErrorKind::InvalidUrl, "127.0.0.1:x"),
+        ("redis+cluster://127.0.0.1:7101/2", ErrorKind::InvalidUrl, "database 0"),
+        ("redis+sentinel://127.0.0.1:26379", ErrorKind::InvalidUrl, "master's name"),
+        ("redis+sentinel://127.0.0.1:26379/mymaster/x", ErrorKind::InvalidUrl, "master's name"),
     ] {
         let e = Client::connect(url).await.expect_err(url);
         assert_eq!(e.kind(), kind, "{url}: {e}");

@@ -164,6 +164,9 @@ pub(crate) struct Spec {
     pub(crate) mode: Mode,
     pub(crate) lease: Lease,
     pub(crate) queue_ttl: Duration,
+    /// The holder id is this handle's own (generated, not `LockOptions::owner`): no other
+    /// handle or client takes holds under it.
+    pub(crate) own_holder: bool,
 }
 
 /// A handle's slot: the live grant its guards share while re-entered.
@@ -171,11 +174,26 @@ pub(crate) struct Spec {
 pub(crate) struct Slot {
     pub(crate) spec: Spec,
     held: Mutex<Option<Arc<Held>>>,
+    /// Store attempts under way (see `wait::attempt`).
+    attempts: std::sync::atomic::AtomicUsize,
 }
 
 impl Slot {
     pub(crate) fn new(spec: Spec) -> Arc<Slot> {
-        Arc::new(Slot { spec, held: Mutex::new(None) })
+        Arc::new(Slot { spec, held: Mutex::new(None), attempts: std::sync::atomic::AtomicUsize::new(0) })
+    }
+
+    /// Whether holds the store counts under this slot's holder id beyond one can only be
+    /// strays: an own holder id, a lock-like mode, no live grant, and no other attempt
+    /// under way than the caller's. A re-entry answered then means an earlier attempt took
+    /// a hold whose answer never arrived (a connection cut mid-acquire).
+    fn strays_possible(&self) -> bool {
+        if !self.spec.own_holder || matches!(self.spec.mode, Mode::Permits { .. }) {
+            return false;
+        }
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.as_ref().is_none_or(|h| h.lost.is_cancelled())
+            && self.attempts.load(std::sync::atomic::Ordering::SeqCst) == 1
     }
 
     /// Records a grant; returns the `Held` the new guard shares. Synchronous on purpose:

@@ -111,13 +111,27 @@ fn millis(d: Duration) -> u64 {
 
 /// One store attempt in its own task, so that a grant that arrives after the caller gave
 /// up is released instead of leaked.
+///
+/// A re-entry answered while the handle holds nothing (`Slot::strays_possible`) means the
+/// store kept holds of an earlier attempt whose answer was lost with its connection: they
+/// are given back here, keeping one, so that the guard's release frees the lock instead of
+/// leaving strays that the watchdog would renew for as long as the handle lives.
 async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<Attempt> {
     let spec = &slot.spec;
     let (tx, rx) = oneshot::channel();
     let backend: Arc<dyn Backend> = spec.ctx.backend.clone();
     let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
+    let under_way = UnderWay::new(slot.clone());
     spec.ctx.rt.spawn(async move {
-        let out = backend.acquire(&key, &req).await;
+        let mut out = backend.acquire(&key, &req).await;
+        if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
+            && *count > 1
+            && under_way.0.strays_possible()
+            && backend.release(&key, &req.holder, *count - 1).await.is_ok()
+        {
+            *count = 1;
+        }
+        drop(under_way);
         // If the caller is gone, the answer is dropped here or, when the caller went away
         // after the send but before reading, together with the receiver: either way
         // `Answer::drop` gives the grant back.
@@ -125,6 +139,22 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<Attempt> {
     });
     let mut answer = rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?;
     answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))
+}
+
+/// Counts an attempt as under way for its slot while it lives.
+struct UnderWay(Arc<Slot>);
+
+impl UnderWay {
+    fn new(slot: Arc<Slot>) -> UnderWay {
+        slot.attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        UnderWay(slot)
+    }
+}
+
+impl Drop for UnderWay {
+    fn drop(&mut self) {
+        self.0.attempts.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A store's answer to an attempt; gives back a grant nobody took out of it.

@@ -33,15 +33,23 @@ pub(crate) fn slot(
 ) -> SlotResult {
     let key = ctx.key(family, name)?;
     let lease = opts.resolve(ctx.defaults)?;
-    let owner = match &opts.owner {
+    let (owner, own_holder) = match &opts.owner {
         Some(o) => {
             crate::owner::validate_owner(o)?;
-            o.clone()
+            (o.clone(), false)
         }
-        None => ctx.id.next_owner(),
+        None => (ctx.id.next_owner(), true),
     };
     let queue_ttl = crate::duration::validate("queue ttl", opts.queue_ttl.unwrap_or(DEFAULT_QUEUE_TTL))?;
-    Ok(Slot::new(Spec { ctx: ctx.clone(), key, holder: format!("{owner}{suffix}"), mode, lease, queue_ttl }))
+    Ok(Slot::new(Spec {
+        ctx: ctx.clone(),
+        key,
+        holder: format!("{owner}{suffix}"),
+        mode,
+        lease,
+        queue_ttl,
+        own_holder,
+    }))
 }
 
 /// Runs one acquire of a slot-backed handle and wraps the grant in a guard.

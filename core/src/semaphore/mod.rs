@@ -54,6 +54,7 @@ impl Pool {
             mode: Mode::Permits { count, limit: self.limit },
             lease,
             queue_ttl: DEFAULT_QUEUE_TTL,
+            own_holder: false,
         });
         Ok(engine::acquire(&slot, wait).await?.map(|g| Permit::new(g, self.ctx.user_name(&self.key))))
     }

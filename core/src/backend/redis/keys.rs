@@ -56,6 +56,34 @@ impl LockKeys {
     }
 }
 
+/// The keys and channel of the simple lock (`?scheme=simple`): the name itself is the
+/// plain string key redis-py's `Lock`, redsync and node-redlock use; the counter and the
+/// side hash carry the name's hash tag (`{N}`), so they share its Cluster slot.
+pub(super) struct SimpleKeys {
+    pub(super) key: String,
+    pub(super) counter: String,
+    pub(super) meta: String,
+    /// `baton_lock__channel:{N}`: baton's releases publish `0` here (the simple clients
+    /// publish nothing; their releases are seen by the waiters' re-checks).
+    pub(super) channel: String,
+}
+
+impl SimpleKeys {
+    pub(super) fn new(name: &str) -> SimpleKeys {
+        SimpleKeys {
+            key: name.to_owned(),
+            counter: token_counter(name),
+            meta: meta(name),
+            channel: simple_channel(name),
+        }
+    }
+}
+
+/// The channel of a simple lock's waiters.
+pub(super) fn simple_channel(name: &str) -> String {
+    prefix_name("baton_lock__channel", name)
+}
+
 /// The keys and channel of `RReadWriteLock`, plus baton's waiting-writer queue.
 pub(super) struct RwKeys {
     pub(super) hash: String,
@@ -143,6 +171,11 @@ pub(super) fn first_member(holder: &str) -> Vec<u8> {
     }
 }
 
+/// Whether `holder` is a permit id (32 hex digits), not a semaphore holder.
+pub(super) fn is_permit_id(holder: &str) -> bool {
+    permit_id_bytes(holder).is_some()
+}
+
 /// The 16 bytes of a 32-hex-digit permit id.
 fn permit_id_bytes(id: &str) -> Option<[u8; 16]> {
     if id.len() != 32 {
@@ -173,6 +206,37 @@ pub(super) fn member_holder(member: &[u8]) -> String {
             holder.to_owned()
         }
         _ => s.into_owned(),
+    }
+}
+
+/// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its `{tag}` if it has a
+/// non-empty one, else of the whole key, mod 16384.
+pub(super) fn slot(key: &[u8]) -> u16 {
+    let hashed = match key.iter().position(|b| *b == b'{') {
+        Some(open) => match key[open + 1..].iter().position(|b| *b == b'}') {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    let mut crc: u16 = 0;
+    for b in hashed {
+        crc ^= u16::from(*b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc % 16384
+}
+
+/// Whether every key of the primitive named `name` (its Redis name) shares one slot:
+/// true without braces (the others carry `{name}`), or with a non-empty `{tag}` (which all
+/// of them keep).
+pub(super) fn cluster_safe(name: &str) -> bool {
+    let b = name.as_bytes();
+    match b.iter().position(|c| *c == b'{') {
+        None => !b.contains(&b'}'),
+        Some(open) => matches!(b[open + 1..].iter().position(|c| *c == b'}'), Some(len) if len > 0),
     }
 }
 
@@ -210,6 +274,28 @@ mod tests {
         assert_eq!(first_member(owner), format!("{owner}/1").into_bytes());
         assert_eq!(member_holder(format!("{owner}/12").as_bytes()), owner);
         assert_eq!(member_holder(b"odd"), "odd");
+    }
+
+    #[test]
+    fn cluster_slots() {
+        // Values from the Redis Cluster specification and `CLUSTER KEYSLOT`.
+        assert_eq!(slot(b"123456789"), 12739);
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+        assert_eq!(slot(b"foo{}{bar}"), slot(b"foo{}{bar}"));
+        assert_eq!(slot(b"foo{{bar}}zap"), slot(b"{bar"));
+        for name in ["jobs", "a/b:c", "x{t}y", "{t}"] {
+            assert!(cluster_safe(name), "{name}");
+            let k = LockKeys::new(name);
+            let s = slot(name.as_bytes());
+            for other in [&k.queue, &k.timeouts, &k.counter, &k.meta] {
+                assert_eq!(slot(other.as_bytes()), s, "{name}: {other}");
+            }
+            assert_eq!(slot(SemKeys::new(name).permits.as_bytes()), s, "{name}");
+        }
+        for name in ["a{b", "a}b", "x{}y"] {
+            assert!(!cluster_safe(name), "{name}");
+        }
     }
 
     #[test]

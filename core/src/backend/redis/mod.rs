@@ -1,5 +1,9 @@
 //! `redis://[user[:password]@]host[:port][/db]`: a single Redis server (≥ 6: the
-//! subscriber connection speaks RESP3).
+//! subscriber connection speaks RESP3); `rediss://` the same over TLS (rustls; the
+//! system's roots, or the PEM file of `?ca=/path/ca.pem`). ACL users log in with
+//! `user:password@`. `redis+cluster://h1,h2,h3`: a Redis Cluster (every key of one
+//! primitive in the name's slot). `redis+sentinel://s1,s2/master[/db]`: the master the
+//! sentinels name, followed across failovers.
 //!
 //! Every primitive keeps Redisson's data layout, so a Java service using Redisson and a
 //! baton client contend safely on the same names (docs/redis-layout.md has every key,
@@ -9,6 +13,9 @@
 //! - `Semaphore` / `PermitSemaphore` ↔ `RPermitExpirableSemaphore` (leased permits),
 //! - `CountDownLatch` ↔ `RCountDownLatch`.
 //!
+//! `?scheme=simple` puts locks in the `SET name token NX PX ttl` layout of redis-py's
+//! `Lock`, redsync and node-redlock instead (`simple`); a fair lock is `Unsupported` there.
+//!
 //! Each step is one Lua script run by `EVALSHA` (`scripts`), on the server's clock.
 //! Commands share one multiplexed connection (a `ConnectionManager`, which reconnects);
 //! waiters are woken through one subscriber connection per client (`pubsub`); watchdog
@@ -16,13 +23,18 @@
 
 mod keys;
 mod pubsub;
+mod rsemaphore;
 mod scripts;
+mod simple;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{
     Cmd, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo, RedisError, ServerErrorKind, Value,
 };
@@ -37,21 +49,89 @@ use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Requ
 use crate::url::StoreUrl;
 
 /// Options of `redis://` besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names"];
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore"];
 /// How long one command may take before it fails with `Connection` (`?timeout=`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take (`?connect_timeout=`).
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_PORT: u16 = 6379;
 
+/// The command connection: one server (multiplexed, reconnecting) or a Redis Cluster
+/// (routed by each script's first key; every key of one primitive shares its slot).
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> redis::RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 /// The Redis store of one client.
 pub(crate) struct Redis {
-    conn: Mutex<Option<ConnectionManager>>,
+    conn: Mutex<Option<Conn>>,
     hub: Arc<Hub>,
     /// `Redis <url>`, password redacted: the prefix of every message.
     store: String,
     /// `?names=bare`: every kind of primitive under its bare name (see `keys::redis_name`).
     bare: bool,
+    /// `?scheme=simple`: locks in the `SET NX PX` layout of redis-py, redsync and
+    /// node-redlock (`simple`) instead of Redisson's `RLock` hash.
+    simple: bool,
+    /// `redis+cluster://`: names whose keys would fall in different slots are refused.
+    cluster: bool,
+    /// `redis+sentinel://`: where to ask for the master again after a failure.
+    sentinel: Option<Sentinel>,
+    /// The database number (keyspace notification channels name it).
+    db: i64,
+    /// `?semaphore=rsemaphore`: semaphores on Redisson's bare `RSemaphore` counter.
+    rsemaphore: bool,
+}
+
+/// The Sentinel side of `redis+sentinel://`: after a command fails as a failover makes it
+/// fail (connection lost, `READONLY` from a demoted master, `LOADING`), the sentinels are
+/// asked for the master again and, when it moved, both connections move to it.
+struct Sentinel {
+    client: tokio::sync::Mutex<SentinelClient>,
+    /// `host:port` of the master the connections go to.
+    master: Mutex<String>,
+    settings: RedisConnectionInfo,
+    config: ConnectionManagerConfig,
+    sub_config: ConnectionManagerConfig,
+}
+
+/// Whether `e` is how a command fails across a failover.
+fn failover_error(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || matches!(e.code(), Some("READONLY" | "LOADING" | "MASTERDOWN"))
 }
 
 impl std::fmt::Debug for Redis {
@@ -90,16 +170,26 @@ fn parse_duration(url: &StoreUrl, name: &str, default: Duration) -> Result<Durat
 /// `host[:port]`, `[v6]:port`, or nothing (127.0.0.1:6379).
 fn parse_host(url: &StoreUrl) -> Result<(String, u16)> {
     let hosts = url.host_list();
-    let one = match hosts.as_slice() {
-        [] => return Ok(("127.0.0.1".to_owned(), DEFAULT_PORT)),
-        [one] => *one,
-        _ => {
-            return Err(Error::invalid_url(format!(
-                "{url} names several hosts; redis:// takes one server (Redis Cluster and Sentinel are separate \
-                 schemes)"
-            )));
-        }
-    };
+    match hosts.as_slice() {
+        [] => Ok(("127.0.0.1".to_owned(), DEFAULT_PORT)),
+        [one] => parse_addr(url, one),
+        _ => Err(Error::invalid_url(format!(
+            "{url} names several hosts; redis:// takes one server (Redis Cluster and Sentinel are separate schemes)"
+        ))),
+    }
+}
+
+/// Every `host[:port]` of a `redis+cluster://` URL (at least one).
+fn parse_hosts(url: &StoreUrl) -> Result<Vec<(String, u16)>> {
+    let hosts = url.host_list();
+    if hosts.is_empty() {
+        return Err(Error::invalid_url(format!("{url} names no host: redis+cluster://host1:port1,host2:port2,…")));
+    }
+    hosts.iter().map(|h| parse_addr(url, h)).collect()
+}
+
+/// One `host[:port]` or `[v6]:port`.
+fn parse_addr(url: &StoreUrl, one: &str) -> Result<(String, u16)> {
     let bad = || Error::invalid_url(format!("bad host or port `{one}` in {url}"));
     let (host, port) = if let Some(rest) = one.strip_prefix('[') {
         let (h, after) = rest.split_once(']').ok_or_else(bad)?;
@@ -122,6 +212,48 @@ fn parse_host(url: &StoreUrl) -> Result<(String, u16)> {
         None => DEFAULT_PORT,
     };
     Ok((host.to_owned(), port))
+}
+
+/// The path of `redis+sentinel://hosts/master-name[/db]`: the master's name and the
+/// database number.
+fn parse_sentinel_path(url: &StoreUrl) -> Result<(String, i64)> {
+    let bad = || {
+        Error::invalid_url(format!(
+            "{url}: redis+sentinel:// needs the master's name as its path: redis+sentinel://host:26379/mymaster[/db]"
+        ))
+    };
+    let mut parts = url.path().trim_start_matches('/').split('/');
+    let name = parts.next().filter(|n| !n.is_empty()).ok_or_else(bad)?;
+    let db = match parts.next() {
+        None | Some("") => 0,
+        Some(d) => d.parse::<i64>().ok().filter(|d| *d >= 0).ok_or_else(bad)?,
+    };
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok((name.to_owned(), db))
+}
+
+/// The first host of `url` that answers PING within `limit` (the cluster's subscriber
+/// node), if any.
+async fn first_answering(
+    url: &StoreUrl,
+    settings: &RedisConnectionInfo,
+    limit: Duration,
+) -> Option<redis::ConnectionInfo> {
+    for (host, port) in parse_hosts(url).ok()? {
+        let Ok(info) = ConnectionAddr::Tcp(host, port).into_connection_info() else { continue };
+        let info = info.set_redis_settings(settings.clone());
+        let Ok(client) = redis::Client::open(info.clone()) else { continue };
+        let ping = async {
+            let mut c = client.get_multiplexed_async_connection().await?;
+            redis::cmd("PING").query_async::<String>(&mut c).await
+        };
+        if let Ok(Ok(_)) = tokio::time::timeout(limit, ping).await {
+            return Some(info);
+        }
+    }
+    None
 }
 
 /// The database number from the path (`/0`, `/3`; none is 0).
@@ -147,20 +279,38 @@ fn count_arg(count: u32) -> u32 {
 
 impl Redis {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Redis> {
-        match url.scheme() {
-            "redis" => {}
-            "rediss" => {
-                return Err(Error::unsupported(format!(
-                    "TLS (`rediss://`) is not supported yet by baton's Redis store ({url}); use redis://"
-                )));
-            }
+        let (tls, cluster) = match url.scheme() {
+            "redis" => (false, false),
+            "rediss" => (true, false),
+            "redis+cluster" => (false, true),
+            "redis+sentinel" => (false, false),
             s => {
                 return Err(Error::unsupported(format!(
                     "`{s}://` is not supported yet by baton's Redis store ({url}); use redis:// for a single server"
                 )));
             }
-        }
+        };
         url.check_options(&[COMMON_OPTIONS, OPTIONS].concat())?;
+        let ca = match url.option("ca") {
+            None => None,
+            Some(_) if !tls => {
+                return Err(Error::invalid_argument(format!(
+                    "option `ca` of {url} applies to TLS connections only: use rediss://"
+                )));
+            }
+            Some("") => return Err(Error::invalid_argument(format!("option `ca` of {url} is empty"))),
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    Error::invalid_argument(format!("option `ca` of {url}: cannot read the CA file `{path}`: {e}"))
+                })?;
+                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+                    return Err(Error::invalid_argument(format!(
+                        "option `ca` of {url}: `{path}` holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+                    )));
+                }
+                Some(pem)
+            }
+        };
         let timeout = parse_duration(url, "timeout", DEFAULT_TIMEOUT)?;
         let bare = match url.option("names") {
             None | Some("typed") => false,
@@ -171,9 +321,36 @@ impl Redis {
                 )));
             }
         };
+        let simple = match url.option("scheme") {
+            None | Some("redisson") => false,
+            Some("simple") => true,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "option `scheme` of {url} is `redisson` (the default) or `simple`, not `{other}`"
+                )));
+            }
+        };
+        let rsemaphore = match url.option("semaphore") {
+            None | Some("leased") => false,
+            Some("rsemaphore") => true,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "option `semaphore` of {url} is `leased` (the default) or `rsemaphore`, not `{other}`"
+                )));
+            }
+        };
         let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
-        let (host, port) = parse_host(url)?;
-        let mut settings = RedisConnectionInfo::default().set_db(parse_db(url)?);
+        let sentinel_of = (url.scheme() == "redis+sentinel").then(|| parse_sentinel_path(url)).transpose()?;
+        let (host, port) =
+            if cluster || sentinel_of.is_some() { parse_hosts(url)?.swap_remove(0) } else { parse_host(url)? };
+        let db = match &sentinel_of {
+            Some((_, db)) => *db,
+            None => parse_db(url)?,
+        };
+        if cluster && db != 0 {
+            return Err(Error::invalid_url(format!("{url}: Redis Cluster has database 0 only")));
+        }
+        let mut settings = RedisConnectionInfo::default().set_db(db);
         if let Some(user) = url.user().filter(|u| !u.is_empty()) {
             settings = settings.set_username(user);
         }
@@ -181,7 +358,22 @@ impl Redis {
             settings = settings.set_password(password);
         }
         let store = format!("Redis {url}");
-        let info = ConnectionAddr::Tcp(host, port).into_connection_info().map_err(|e| error(&store, e))?;
+        let addr = if tls {
+            ConnectionAddr::TcpTls { host, port, insecure: false, tls_params: None }
+        } else {
+            ConnectionAddr::Tcp(host, port)
+        };
+        let info = addr.into_connection_info().map_err(|e| error(&store, e))?;
+        // `rediss://`: rustls on the ring provider (installed once per process unless the
+        // application installed its own), the system's roots or `?ca=`'s.
+        let client_of = |info: redis::ConnectionInfo| -> Result<redis::Client> {
+            if !tls {
+                return redis::Client::open(info).map_err(|e| error(&store, e));
+            }
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            redis::Client::build_with_tls(info, redis::TlsCertificates { client_tls: None, root_cert: ca.clone() })
+                .map_err(|e| Error::invalid_argument(format!("{store}: bad TLS settings: {e}")).with_source(e))
+        };
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(timeout))
             .set_connection_timeout(Some(connect_timeout))
@@ -189,24 +381,77 @@ impl Redis {
             .set_min_delay(Duration::from_millis(50))
             .set_max_delay(Duration::from_secs(1));
 
-        let client =
-            redis::Client::open(info.clone().set_redis_settings(settings.clone())).map_err(|e| error(&store, e))?;
-        let mut conn = ConnectionManager::new_with_config(client, config.clone())
-            .await
-            .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e))?;
+        let cannot = |e: RedisError| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e);
+        let mut sentinel = None;
+        let mut master_info = None;
+        let mut conn = if let Some((master_name, _)) = &sentinel_of {
+            let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| ConnectionAddr::Tcp(h, p).into_connection_info());
+            let nodes = nodes.collect::<redis::RedisResult<Vec<_>>>().map_err(|e| error(&store, e))?;
+            let node_info = SentinelNodeConnectionInfo::default().set_redis_connection_info(settings.clone());
+            let mut client = SentinelClient::build(nodes, master_name, Some(node_info), SentinelServerType::Master)
+                .map_err(|e| error(&store, e))?;
+            let master = tokio::time::timeout(connect_timeout * 3, client.async_get_client())
+                .await
+                .map_err(|_| Error::connection(format!("cannot connect to {store}: no sentinel answered in time")))?
+                .map_err(cannot)?;
+            let info = master.get_connection_info().clone().set_redis_settings(settings.clone());
+            let at = info.addr().to_string();
+            let c = ConnectionManager::new_with_config(master, config.clone()).await.map_err(cannot)?;
+            sentinel = Some((client, at));
+            master_info = Some(info);
+            Conn::Single(c)
+        } else if cluster {
+            let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| ConnectionAddr::Tcp(h, p).into_connection_info());
+            let nodes = nodes.collect::<redis::RedisResult<Vec<_>>>().map_err(|e| error(&store, e))?;
+            let mut b = ClusterClientBuilder::new(nodes)
+                .connection_timeout(connect_timeout)
+                .response_timeout(timeout)
+                .retries(3)
+                .max_retry_wait(1000)
+                .min_retry_wait(50);
+            if let Some(user) = url.user().filter(|u| !u.is_empty()) {
+                b = b.username(user);
+            }
+            if let Some(password) = url.password() {
+                b = b.password(password);
+            }
+            let client = b.build().map_err(|e| error(&store, e))?;
+            // Bounded: the cluster client's own connect may retry past `connect_timeout`.
+            let c = tokio::time::timeout(connect_timeout * 3, client.get_async_connection())
+                .await
+                .map_err(|_| Error::connection(format!("cannot connect to {store}: timed out")))?
+                .map_err(cannot)?;
+            Conn::Cluster(c)
+        } else {
+            let client = client_of(info.clone().set_redis_settings(settings.clone()))?;
+            Conn::Single(ConnectionManager::new_with_config(client, config.clone()).await.map_err(cannot)?)
+        };
         // Loaded once; a server that lost them (restart, SCRIPT FLUSH) gets them again on
         // the first NOSCRIPT.
         load_scripts(&mut conn).await.map_err(|e| error(&store, e))?;
 
-        // The subscriber connection: RESP3 push messages, connected on first use.
+        // The subscriber connection: RESP3 push messages, connected on first use. On a
+        // cluster, to the first node of the URL that answers now: a PUBLISH reaches every
+        // node's subscribers.
         let channels = Arc::new(Channels::default());
-        let sub_client = redis::Client::open(info.set_redis_settings(settings.set_protocol(ProtocolVersion::RESP3)))
-            .map_err(|e| error(&store, e))?;
-        let sub_config =
-            config.set_push_sender(pubsub::push_handler(Arc::downgrade(&channels))).set_automatic_resubscription();
-        let sub = ConnectionManager::new_lazy_with_config(sub_client, sub_config).map_err(|e| error(&store, e))?;
+        let info = if cluster { first_answering(url, &settings, connect_timeout).await.unwrap_or(info) } else { info };
+        let sub_info = master_info.unwrap_or_else(|| info.set_redis_settings(settings.clone()));
+        let sub_client = client_of(sub_info.set_redis_settings(settings.clone().set_protocol(ProtocolVersion::RESP3)))?;
+        let sub_config = config
+            .clone()
+            .set_push_sender(pubsub::push_handler(Arc::downgrade(&channels)))
+            .set_automatic_resubscription();
+        let sub =
+            ConnectionManager::new_lazy_with_config(sub_client, sub_config.clone()).map_err(|e| error(&store, e))?;
         let hub = Arc::new(Hub::new(sub, channels, crate::rt::Rt::current(), timeout, store.clone()));
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare })
+        let sentinel = sentinel.map(|(client, at)| Sentinel {
+            client: tokio::sync::Mutex::new(client),
+            master: Mutex::new(at),
+            settings,
+            config,
+            sub_config,
+        });
+        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel, db, rsemaphore })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -214,7 +459,19 @@ impl Redis {
         keys::redis_name(key, self.bare)
     }
 
-    fn conn(&self) -> Result<ConnectionManager> {
+    /// On a cluster, refuses a name whose keys would not share one slot (a `{` or `}`
+    /// without a non-empty `{tag}`), before any script runs into `CROSSSLOT`.
+    fn check_slot(&self, key: &Key) -> Result<()> {
+        if self.cluster && !keys::cluster_safe(&self.name(key)) {
+            return Err(Error::invalid_argument(format!(
+                "{key} cannot be used on Redis Cluster: a name with `{{` or `}}` needs a non-empty `{{tag}}` so that \
+                 all its keys share one hash slot"
+            )));
+        }
+        Ok(())
+    }
+
+    fn conn(&self) -> Result<Conn> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(Error::closed)
     }
 
@@ -222,15 +479,53 @@ impl Redis {
         error(&self.store, e)
     }
 
-    /// Runs `lua` by SHA, loading it again if the server lost it.
-    async fn eval(&self, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
-        let mut conn = self.conn()?;
-        let cmd = evalsha(lua, keys, args);
-        match cmd.query_async::<Value>(&mut conn).await {
-            Err(e) if is_noscript(&e) => {
-                lua.script.load_async(&mut conn).await.map_err(|e| self.err(e))?;
-                cmd.query_async(&mut conn).await.map_err(|e| self.err(e))
+    /// After `e`, on `redis+sentinel://`: asks the sentinels where the master is and, if
+    /// it moved, moves both connections there. True when the caller should try again.
+    async fn recover(&self, e: &RedisError) -> bool {
+        let Some(s) = &self.sentinel else { return false };
+        if !failover_error(e) {
+            return false;
+        }
+        let before = s.master.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut client = s.client.lock().await;
+        // Someone else moved the connections while we waited for the lock.
+        if *s.master.lock().unwrap_or_else(|p| p.into_inner()) != before {
+            return true;
+        }
+        let Ok(Ok(master)) = tokio::time::timeout(Duration::from_secs(5), client.async_get_client()).await else {
+            return false;
+        };
+        let info = master.get_connection_info().clone().set_redis_settings(s.settings.clone());
+        let at = info.addr().to_string();
+        if at == before {
+            return false;
+        }
+        let Ok(Ok(conn)) =
+            tokio::time::timeout(Duration::from_secs(5), ConnectionManager::new_with_config(master, s.config.clone()))
+                .await
+        else {
+            return false;
+        };
+        let sub_info = info.set_redis_settings(s.settings.clone().set_protocol(ProtocolVersion::RESP3));
+        let Ok(sub_client) = redis::Client::open(sub_info) else { return false };
+        let Ok(sub) = ConnectionManager::new_lazy_with_config(sub_client, s.sub_config.clone()) else { return false };
+        {
+            let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                return false; // closed meanwhile
             }
+            *slot = Some(Conn::Single(conn));
+        }
+        *s.master.lock().unwrap_or_else(|p| p.into_inner()) = at;
+        self.hub.replace(sub);
+        true
+    }
+
+    /// Runs `lua` by SHA, loading it again if the server lost it; on `redis+sentinel://`
+    /// once more on the new master after a failover.
+    async fn eval(&self, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
+        match eval_on(self.conn()?, lua, keys, args).await {
+            Err(e) if self.recover(&e).await => eval_on(self.conn()?, lua, keys, args).await.map_err(|e| self.err(e)),
             r => r.map_err(|e| self.err(e)),
         }
     }
@@ -241,6 +536,12 @@ impl Redis {
 
     /// The renew call of one item (for single renewals and pipelined batches).
     fn renew_call(&self, key: &Key, holder: &str, lease: Duration) -> Result<Cmd> {
+        if self.simple && key.family == Family::Lock {
+            return Ok(self.simple_renew_call(key, holder, lease));
+        }
+        if self.bare_counter(key, holder) {
+            return Ok(self.rsem_renew_call(key, holder, lease));
+        }
         let lease = ms(lease).to_string();
         let n = &self.name(key);
         Ok(match key.family {
@@ -273,13 +574,32 @@ impl Redis {
         })
     }
 
+    /// Renewals as one pipeline (one round trip).
+    async fn renew_pipeline(&self, cmds: Vec<Cmd>) -> Result<Vec<bool>> {
+        let mut pipe = redis::pipe();
+        for cmd in cmds {
+            pipe.add_command(cmd);
+        }
+        pipe.ignore_errors();
+        let mut out = pipeline_on(self.conn()?, &pipe).await;
+        // A failover answers the whole pipeline or each item (`READONLY`): move and retry.
+        let failed = match &out {
+            Err(e) => Some(e),
+            Ok(items) => items.iter().find_map(|r| r.as_ref().err().filter(|e| failover_error(e))),
+        };
+        if let Some(e) = failed
+            && self.recover(e).await
+        {
+            out = pipeline_on(self.conn()?, &pipe).await;
+        }
+        // An item the server refused (a name reused by another kind of object) is lost;
+        // the others stand.
+        Ok(out.map_err(|e| self.err(e))?.into_iter().map(|r| matches!(r, Ok(1))).collect())
+    }
+
     async fn run_renew(&self, cmd: Cmd) -> Result<bool> {
-        let mut conn = self.conn()?;
-        let out = match cmd.query_async::<i64>(&mut conn).await {
-            Err(e) if is_noscript(&e) => {
-                load_scripts(&mut conn).await.map_err(|e| self.err(e))?;
-                cmd.query_async::<i64>(&mut conn).await
-            }
+        let out = match renew_on(self.conn()?, &cmd).await {
+            Err(e) if self.recover(&e).await => renew_on(self.conn()?, &cmd).await,
             r => r,
         };
         out.map(|v| v == 1).map_err(|e| self.err(e))
@@ -453,6 +773,40 @@ impl Redis {
     }
 }
 
+/// `lua` by SHA on `conn`, loaded again first if the server lost it.
+async fn eval_on(mut conn: Conn, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> redis::RedisResult<Value> {
+    let cmd = evalsha(lua, keys, args);
+    match cmd.query_async::<Value>(&mut conn).await {
+        Err(e) if is_noscript(&e) => {
+            lua.script.load_async(&mut conn).await?;
+            cmd.query_async(&mut conn).await
+        }
+        r => r,
+    }
+}
+
+/// One renewal on `conn`, scripts loaded again first if the server lost them.
+async fn renew_on(mut conn: Conn, cmd: &Cmd) -> redis::RedisResult<i64> {
+    match cmd.query_async::<i64>(&mut conn).await {
+        Err(e) if is_noscript(&e) => {
+            load_scripts(&mut conn).await?;
+            cmd.query_async::<i64>(&mut conn).await
+        }
+        r => r,
+    }
+}
+
+/// A pipeline of renewals on `conn` (one answer per item), scripts loaded again first if
+/// the server lost them.
+async fn pipeline_on(mut conn: Conn, pipe: &redis::Pipeline) -> redis::RedisResult<Vec<redis::RedisResult<i64>>> {
+    let out: Vec<redis::RedisResult<i64>> = pipe.query_async(&mut conn).await?;
+    if out.iter().any(|r| r.as_ref().is_err_and(is_noscript)) {
+        load_scripts(&mut conn).await?;
+        return pipe.query_async(&mut conn).await;
+    }
+    Ok(out)
+}
+
 /// `EVALSHA sha nkeys keys… args…`.
 fn evalsha(lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
     let mut cmd = redis::cmd("EVALSHA");
@@ -470,13 +824,25 @@ fn is_noscript(e: &RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript)
 }
 
-/// Loads every script (one round trip).
-async fn load_scripts(conn: &mut ConnectionManager) -> redis::RedisResult<()> {
-    let mut load = redis::pipe();
-    for s in SCRIPTS.all() {
-        load.cmd("SCRIPT").arg("LOAD").arg(s.code).ignore();
+/// Loads every script: one pipeline on a single server; on a cluster one `SCRIPT LOAD`
+/// per script, each of which the cluster client sends to every master (a pipeline would
+/// go to one node only).
+async fn load_scripts(conn: &mut Conn) -> redis::RedisResult<()> {
+    match conn {
+        Conn::Single(_) => {
+            let mut load = redis::pipe();
+            for s in SCRIPTS.all() {
+                load.cmd("SCRIPT").arg("LOAD").arg(s.code).ignore();
+            }
+            load.exec_async(conn).await
+        }
+        Conn::Cluster(_) => {
+            for s in SCRIPTS.all() {
+                redis::cmd("SCRIPT").arg("LOAD").arg(s.code).exec_async(conn).await?;
+            }
+            Ok(())
+        }
     }
-    load.exec_async(conn).await
 }
 
 /// The absolute expiry of a hold with `left` ms to go (`left` -1: no ttl).
@@ -545,9 +911,29 @@ fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
         .collect()
 }
 
+/// Whichever of two subscriptions speaks first.
+struct Either(Box<dyn Subscription>, Box<dyn Subscription>);
+
+#[async_trait]
+impl Subscription for Either {
+    async fn changed(&mut self, until: tokio::time::Instant) -> Result<()> {
+        tokio::select! {
+            r = self.0.changed(until) => r,
+            r = self.1.changed(until) => r,
+        }
+    }
+}
+
 #[async_trait]
 impl Backend for Redis {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        self.check_slot(key)?;
+        if self.simple && key.family == Family::Lock {
+            return self.simple_acquire(key, req).await;
+        }
+        if self.bare_counter(key, &req.holder) {
+            return self.rsem_acquire(key, req).await;
+        }
         let n = &self.name(key);
         let lease = req.lease_ms.to_string();
         let enqueue = if req.enqueue { "1" } else { "0" };
@@ -633,27 +1019,38 @@ impl Backend for Redis {
     }
 
     /// One pipeline per batch: a round trip for up to `renewer::BATCH` leases.
+    /// On a cluster, one pipeline per hash slot (a pipeline cannot span slots), all sent
+    /// at once.
     async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
-        let mut pipe = redis::pipe();
+        let mut cmds = Vec::with_capacity(items.len());
         for (key, holder) in items {
-            pipe.add_command(self.renew_call(key, holder, lease)?);
+            cmds.push(self.renew_call(key, holder, lease)?);
         }
-        pipe.ignore_errors();
-        let mut conn = self.conn()?;
-        let mut out: Vec<redis::RedisResult<i64>> = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
-        if out.iter().any(|r| r.as_ref().is_err_and(is_noscript)) {
-            load_scripts(&mut conn).await.map_err(|e| self.err(e))?;
-            out = pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        if !self.cluster {
+            return self.renew_pipeline(cmds).await;
         }
-        // An item the server refused (a name reused by another kind of object) is lost;
-        // the others stand.
-        Ok(out.into_iter().map(|r| matches!(r, Ok(1))).collect())
+        let mut by_slot: std::collections::BTreeMap<u16, Vec<usize>> = Default::default();
+        for (i, (key, _)) in items.iter().enumerate() {
+            by_slot.entry(keys::slot(self.name(key).as_bytes())).or_default().push(i);
+        }
+        let groups: Vec<Vec<usize>> = by_slot.into_values().collect();
+        let runs = groups.iter().map(|g| self.renew_pipeline(g.iter().map(|i| cmds[*i].clone()).collect()));
+        let answers = futures_util::future::join_all(runs).await;
+        let mut out = vec![false; items.len()];
+        for (g, answer) in groups.iter().zip(answers) {
+            for (i, ok) in g.iter().zip(answer?) {
+                out[*i] = ok;
+            }
+        }
+        Ok(out)
     }
 
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
         let n = &self.name(key);
         let c = count_arg(count).to_string();
         let v = match key.family {
+            Family::Lock if self.simple => return self.simple_release(key, holder, count).await,
+            Family::Semaphore if self.bare_counter(key, holder) => return self.rsem_release(key, holder, count).await,
             Family::Lock => {
                 let k = LockKeys::new(n);
                 self.eval(
@@ -690,6 +1087,8 @@ impl Backend for Redis {
     async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
         let n = &self.name(key);
         match key.family {
+            // No queue in the simple layout.
+            Family::Lock if self.simple => {}
             Family::Lock => {
                 let k = LockKeys::new(n);
                 self.eval(
@@ -717,14 +1116,23 @@ impl Backend for Redis {
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         // An unlock message `0` on a lock channel wakes one local waiter (one grant is
         // possible); the other channels wake every waiter.
-        self.hub.subscribe(keys::channel(key.family, &self.name(key)), key.family == Family::Lock).await
+        let n = self.name(key);
+        if self.simple && key.family == Family::Lock {
+            // baton's own releases publish; the simple clients' releases and expiries are
+            // heard through keyspace notifications where the server sends them
+            // (`notify-keyspace-events` with `K` and `g`/`x`), else by the re-check.
+            let own = self.hub.subscribe(keys::simple_channel(&n), true).await?;
+            let space = self.hub.subscribe(format!("__keyspace@{}__:{n}", self.db), false).await?;
+            return Ok(Box::new(Either(own, space)));
+        }
+        self.hub.subscribe(keys::channel(key.family, &n), key.family == Family::Lock).await
     }
 
     /// A fair-lock waiter listens on its own channel, as `RFairLock` waiters do: a release
     /// wakes the head of the queue only.
     async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
         match (&key.family, &req.mode) {
-            (Family::Lock, Mode::Fair) => {
+            (Family::Lock, Mode::Fair) if !self.simple => {
                 let channel = format!("{}:{}", keys::channel(key.family, &self.name(key)), req.holder);
                 self.hub.subscribe(channel, false).await
             }
@@ -733,11 +1141,14 @@ impl Backend for Redis {
     }
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
+        self.check_slot(key)?;
         // Leases are absolute times on the server's clock; `from_state` reports what is
         // left of each at the server's `now`.
         let (s, now) = match key.family {
+            Family::Lock if self.simple => self.simple_inspect(key).await?,
             Family::Lock => self.inspect_lock(key).await?,
             Family::RwLock => self.inspect_rw(key).await?,
+            Family::Semaphore if self.rsemaphore => self.inspect_rsem(key).await?,
             Family::Semaphore => self.inspect_sem(key).await?,
             Family::Latch => (KeyState { count: self.latch_count(key).await?, ..KeyState::default() }, 0),
         };
@@ -745,6 +1156,7 @@ impl Backend for Redis {
     }
 
     async fn latch_try_set(&self, key: &Key, count: u64) -> Result<bool> {
+        self.check_slot(key)?;
         if i64::try_from(count).is_err() {
             return Err(Error::invalid_argument(format!(
                 "latch count {count} is too large for Redis (max {})",
@@ -759,6 +1171,7 @@ impl Backend for Redis {
     }
 
     async fn latch_count_down(&self, key: &Key) -> Result<u64> {
+        self.check_slot(key)?;
         let n = self.name(key);
         let channel = keys::latch_channel(&n);
         let v = self.eval(&SCRIPTS.latch_down, &[n.as_bytes()], &[channel.as_bytes()]).await?;
@@ -766,9 +1179,12 @@ impl Backend for Redis {
     }
 
     async fn latch_count(&self, key: &Key) -> Result<u64> {
-        let mut conn = self.conn()?;
-        let v: Option<i64> =
-            redis::cmd("GET").arg(self.name(key)).query_async(&mut conn).await.map_err(|e| self.err(e))?;
+        let get = redis::cmd("GET").arg(self.name(key)).clone();
+        let v: Option<i64> = match get.query_async(&mut self.conn()?).await {
+            Err(e) if self.recover(&e).await => get.query_async(&mut self.conn()?).await,
+            r => r,
+        }
+        .map_err(|e| self.err(e))?;
         Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
     }
 

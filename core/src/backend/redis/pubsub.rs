@@ -194,6 +194,32 @@ impl Hub {
         drop(on);
     }
 
+    /// Moves to another subscriber connection (the new master after a failover): every
+    /// channel with listeners is subscribed there again, and every waiter re-checks (the
+    /// messages in between are lost).
+    pub(super) fn replace(self: &Arc<Self>, conn: ConnectionManager) {
+        {
+            let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                return; // closed
+            }
+            *slot = Some(conn.clone());
+        }
+        let live: Vec<(Vec<u8>, Arc<Chan>)> =
+            self.channels.lock().iter().filter(|(_, e)| e.subs > 0).map(|(k, e)| (k.clone(), e.chan.clone())).collect();
+        let timeout = self.timeout;
+        let hub = self.clone();
+        self.rt.spawn(async move {
+            for (channel, chan) in live {
+                let mut on = chan.on.lock().await;
+                let mut conn = conn.clone();
+                *on = matches!(tokio::time::timeout(timeout, conn.subscribe(&channel)).await, Ok(Ok(())));
+            }
+            hub.channels.wake_all();
+        });
+        self.channels.wake_all();
+    }
+
     /// Wakes every waiter (they re-check, see the client closed, and stop) and drops the
     /// subscriber connection.
     pub(super) fn close(&self) {

@@ -540,6 +540,130 @@ end
 return v
 "#;
 
+/// The simple lock (`?scheme=simple`): the key is a plain string holding the holder's
+/// token, set with `PX` (redis-py's `Lock`, redsync, node-redlock); baton's hold count and
+/// fencing token live in the side hash `meta` (`c:<holder>`, `t:<holder>`), which those
+/// clients never read, and whose ttl follows the key's.
+///
+/// KEYS: key, counter, meta. ARGV: holder, lease ms.
+const SIMPLE_ACQUIRE: &str = r#"
+local holder, lease = ARGV[1], tonumber(ARGV[2])
+local v = redis.call('GET', KEYS[1])
+if v == holder then
+  local p = redis.call('PTTL', KEYS[1])
+  if p >= 0 and p < lease then
+    redis.call('PEXPIRE', KEYS[1], lease)
+    p = lease
+  end
+  if not redis.call('HGET', KEYS[3], 'c:' .. holder) then redis.call('HSET', KEYS[3], 'c:' .. holder, 1) end
+  local c = redis.call('HINCRBY', KEYS[3], 'c:' .. holder, 1)
+  if p > 0 then redis.call('PEXPIRE', KEYS[3], p) end
+  local t = redis.call('HGET', KEYS[3], 't:' .. holder) or redis.call('GET', KEYS[2]) or 0
+  return {1, tonumber(t), c, 0}
+end
+if v then
+  local p = redis.call('PTTL', KEYS[1])
+  if p < 0 then p = -1 end
+  return {0, p}
+end
+local t = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], holder, 'PX', lease)
+redis.call('DEL', KEYS[3])
+redis.call('HSET', KEYS[3], 't:' .. holder, t, 'c:' .. holder, 1)
+redis.call('PEXPIRE', KEYS[3], lease)
+return {1, t, 1, 1}
+"#;
+
+/// KEYS: key, meta. ARGV: holder, count (0: all), channel. redis-py's compare-and-delete,
+/// counting re-entries down first.
+const SIMPLE_RELEASE: &str = r#"
+local holder = ARGV[1]
+if redis.call('GET', KEYS[1]) ~= holder then return {0} end
+local c = tonumber(redis.call('HGET', KEYS[2], 'c:' .. holder)) or 1
+local k = tonumber(ARGV[2])
+if k == 0 then k = c end
+if k > c then return {3, c} end
+if k < c then
+  redis.call('HSET', KEYS[2], 'c:' .. holder, c - k)
+  return {2, c - k}
+end
+redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', ARGV[3], 0)
+return {1}
+"#;
+
+/// KEYS: key, meta. ARGV: holder, lease ms. Compare-and-extend (redis-py's `reacquire`).
+const SIMPLE_RENEW: &str = r#"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+return 1
+"#;
+
+/// KEYS: key, counter, meta. Reply: {now, value, pttl, hgetall meta, counter}.
+const SIMPLE_INSPECT: &str = concat!(
+    prelude!(),
+    r#"
+return {now_ms(), redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[3]),
+  redis.call('GET', KEYS[2])}
+"#
+);
+
+/// `?semaphore=rsemaphore`: a semaphore as Redisson's `RSemaphore` keeps it — the bare
+/// counter `N`, nothing else in Redisson's view. baton records each holder's permits and
+/// token in its side hash (`p:<holder>`, `t:<holder>`; no ttl: a permit has no lease).
+///
+/// KEYS: count, counter, meta. ARGV: holder, count, limit.
+const RSEM_ACQUIRE: &str = r#"
+local holder = ARGV[1]
+local want = tonumber(ARGV[2])
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[3]) end
+local k = tonumber(redis.call('HGET', KEYS[3], 'p:' .. holder)) or 0
+if k > 0 then want = 1 end
+if (tonumber(redis.call('GET', KEYS[1])) or 0) < want then return {0, -1} end
+redis.call('DECRBY', KEYS[1], want)
+redis.call('HINCRBY', KEYS[3], 'p:' .. holder, want)
+if k > 0 then
+  local t = redis.call('HGET', KEYS[3], 't:' .. holder) or redis.call('GET', KEYS[2]) or 0
+  return {1, tonumber(t), k + want, 0}
+end
+local t = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[3], 't:' .. holder, t)
+return {1, t, want, 1}
+"#;
+
+/// KEYS: count, meta. ARGV: holder, count (0: all), channel. `RSemaphore.release`: INCRBY
+/// and the new count published on `redisson_sc:{N}`.
+const RSEM_RELEASE: &str = r#"
+local holder = ARGV[1]
+local k = tonumber(redis.call('HGET', KEYS[2], 'p:' .. holder)) or 0
+if k == 0 then return {0} end
+local n = tonumber(ARGV[2])
+if n == 0 then n = k end
+if n > k then return {3, k} end
+redis.call('PUBLISH', ARGV[3], redis.call('INCRBY', KEYS[1], n))
+if n == k then
+  redis.call('HDEL', KEYS[2], 'p:' .. holder, 't:' .. holder)
+  return {1}
+end
+redis.call('HSET', KEYS[2], 'p:' .. holder, k - n)
+return {2, k - n}
+"#;
+
+/// KEYS: meta. ARGV: holder. Nothing to extend: held while recorded.
+const RSEM_RENEW: &str = r#"
+return redis.call('HEXISTS', KEYS[1], 'p:' .. ARGV[1])
+"#;
+
+/// KEYS: counter, meta. Reply: {now, hgetall meta, counter}.
+const RSEM_INSPECT: &str = concat!(
+    prelude!(),
+    r#"
+return {now_ms(), redis.call('HGETALL', KEYS[2]), redis.call('GET', KEYS[1])}
+"#
+);
+
 /// One script: its source (for `SCRIPT LOAD`) and its SHA (for `EVALSHA`).
 pub(super) struct Lua {
     pub(super) code: &'static str,
@@ -570,10 +694,18 @@ pub(super) struct Scripts {
     pub(super) sem_inspect: Lua,
     pub(super) latch_set: Lua,
     pub(super) latch_down: Lua,
+    pub(super) simple_acquire: Lua,
+    pub(super) simple_release: Lua,
+    pub(super) simple_renew: Lua,
+    pub(super) simple_inspect: Lua,
+    pub(super) rsem_acquire: Lua,
+    pub(super) rsem_release: Lua,
+    pub(super) rsem_renew: Lua,
+    pub(super) rsem_inspect: Lua,
 }
 
 impl Scripts {
-    pub(super) fn all(&self) -> [&Lua; 16] {
+    pub(super) fn all(&self) -> [&Lua; 24] {
         [
             &self.lock_acquire,
             &self.lock_release,
@@ -591,6 +723,14 @@ impl Scripts {
             &self.sem_inspect,
             &self.latch_set,
             &self.latch_down,
+            &self.simple_acquire,
+            &self.simple_release,
+            &self.simple_renew,
+            &self.simple_inspect,
+            &self.rsem_acquire,
+            &self.rsem_release,
+            &self.rsem_renew,
+            &self.rsem_inspect,
         ]
     }
 }
@@ -612,4 +752,12 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     sem_inspect: Lua::new(SEM_INSPECT),
     latch_set: Lua::new(LATCH_SET),
     latch_down: Lua::new(LATCH_DOWN),
+    simple_acquire: Lua::new(SIMPLE_ACQUIRE),
+    simple_release: Lua::new(SIMPLE_RELEASE),
+    simple_renew: Lua::new(SIMPLE_RENEW),
+    simple_inspect: Lua::new(SIMPLE_INSPECT),
+    rsem_acquire: Lua::new(RSEM_ACQUIRE),
+    rsem_release: Lua::new(RSEM_RELEASE),
+    rsem_renew: Lua::new(RSEM_RENEW),
+    rsem_inspect: Lua::new(RSEM_INSPECT),
 });

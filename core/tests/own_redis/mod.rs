@@ -1,0 +1,264 @@
+//! A redis-server of the test's own, on free loopback ports and a temp dir: for what the
+//! shared server of `scripts/services` must never see (TLS with a CA generated here, ACL
+//! users, restarts, killed connections). Stopped (SIGKILL to this child only) when
+//! dropped.
+
+// Used by several test crates, each using part of it.
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Whether the tools are there. Absent: a failure under CI, elsewhere a skip (false).
+pub fn tools_present(tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|t| Command::new(t).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err())
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{missing:?} not installed (`scripts/services start redis` installs redis-server and openssl)"
+    );
+    eprintln!("{missing:?} not installed: skipping (run `scripts/services start redis`)");
+    false
+}
+
+/// A free loopback port (the OS picks it; redis binds it right after).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A CA and a server certificate for 127.0.0.1 / localhost signed by it (P-256 keys:
+/// fast to make), in `dir`.
+pub struct Certs {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl").args(args).current_dir(dir).stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+impl Certs {
+    /// `name` distinguishes several CAs in one dir.
+    pub fn generate(dir: &Path, name: &str) -> Certs {
+        let f = |s: &str| format!("{name}-{s}");
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+        let subj = format!("/CN=baton test CA {name}");
+        let (ca_key, ca, key, csr, cert, ext) =
+            (f("ca.key"), f("ca.pem"), f("server.key"), f("server.csr"), f("server.pem"), f("ext.cnf"));
+        openssl(
+            dir,
+            &[
+                &["req", "-x509"],
+                &ec[..],
+                &[
+                    "-keyout",
+                    &ca_key,
+                    "-out",
+                    &ca,
+                    "-days",
+                    "2",
+                    "-subj",
+                    &subj,
+                    "-addext",
+                    "basicConstraints=critical,CA:TRUE",
+                    "-addext",
+                    "keyUsage=critical,keyCertSign,cRLSign",
+                ],
+            ]
+            .concat(),
+        );
+        openssl(dir, &[&["req"], &ec[..], &["-keyout", &key, "-out", &csr, "-subj", "/CN=127.0.0.1"]].concat());
+        std::fs::write(
+            dir.join(&ext),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n\
+             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                &ca,
+                "-CAkey",
+                &ca_key,
+                "-CAcreateserial",
+                "-out",
+                &cert,
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+            ],
+        );
+        Certs { ca: dir.join(ca), cert: dir.join(cert), key: dir.join(key) }
+    }
+}
+
+/// One redis-server child: `port` plain, `tls_port` with TLS when started with certs.
+pub struct OwnRedis {
+    child: Option<Child>,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    pub tls_port: Option<u16>,
+    args: Vec<String>,
+}
+
+impl OwnRedis {
+    /// A plain server.
+    pub fn start() -> OwnRedis {
+        OwnRedis::launch(tempfile::tempdir().unwrap(), None)
+    }
+
+    /// A server with a TLS port too (certificates generated in its dir); the CA file.
+    pub fn start_tls() -> (OwnRedis, Certs) {
+        let dir = tempfile::tempdir().unwrap();
+        let certs = Certs::generate(dir.path(), "a");
+        (OwnRedis::launch(dir, Some(&certs)), certs)
+    }
+
+    /// A replica of the server on `master_port`.
+    pub fn start_replica_of(master_port: u16) -> OwnRedis {
+        let mut r = OwnRedis::launch_with(tempfile::tempdir().unwrap(), None, |args| {
+            args.extend(["--replicaof".into(), "127.0.0.1".into(), master_port.to_string()]);
+        });
+        r.run();
+        r
+    }
+
+    /// A sentinel watching `mymaster` on `master_port` (quorum 1, down after
+    /// `down_after_ms`).
+    pub fn start_sentinel(master_port: u16, down_after_ms: u64) -> OwnRedis {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let conf = dir.path().join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "bind 127.0.0.1\nport {port}\ndir {}\nsentinel monitor mymaster 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds mymaster {down_after_ms}\nsentinel failover-timeout mymaster 5000\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let args = vec![conf.display().to_string(), "--sentinel".into()];
+        let mut r = OwnRedis { child: None, dir, port, tls_port: None, args };
+        r.run();
+        r
+    }
+
+    /// Sends `signal` to the server process (SIGSTOP / SIGCONT to freeze and thaw it).
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("not running").id().to_string();
+        let ok = Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success();
+        assert!(ok, "kill -{signal} {pid}");
+    }
+
+    fn launch(dir: tempfile::TempDir, certs: Option<&Certs>) -> OwnRedis {
+        let mut r = OwnRedis::launch_with(dir, certs, |_| {});
+        r.run();
+        r
+    }
+
+    fn launch_with(dir: tempfile::TempDir, certs: Option<&Certs>, extra: impl FnOnce(&mut Vec<String>)) -> OwnRedis {
+        let port = free_port();
+        let mut args: Vec<String> =
+            ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].iter().map(|s| s.to_string()).collect();
+        args.extend(["--port".into(), port.to_string(), "--dir".into(), dir.path().display().to_string()]);
+        let tls_port = certs.map(|c| {
+            let p = free_port();
+            args.extend([
+                "--tls-port".into(),
+                p.to_string(),
+                "--tls-cert-file".into(),
+                c.cert.display().to_string(),
+                "--tls-key-file".into(),
+                c.key.display().to_string(),
+                "--tls-ca-cert-file".into(),
+                c.ca.display().to_string(),
+                "--tls-auth-clients".into(),
+                "no".into(),
+            ]);
+            p
+        });
+        extra(&mut args);
+        OwnRedis { child: None, dir, port, tls_port, args }
+    }
+
+    /// Starts the process and waits (≤ 10 s) until it answers PING.
+    pub fn run(&mut self) {
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join("redis.log")).unwrap();
+        let child = Command::new("redis-server")
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let t0 = Instant::now();
+        loop {
+            if let Ok(c) = redis::Client::open(self.url()) {
+                if let Ok(mut con) = c.get_connection_with_timeout(Duration::from_millis(500)) {
+                    if redis::cmd("PING").query::<String>(&mut con).is_ok() {
+                        return;
+                    }
+                }
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("redis-server exited ({status}): {}", self.log());
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "redis-server not ready in 10 s: {}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
+    }
+
+    /// `redis://127.0.0.1:<port>` (no user).
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A plain admin connection.
+    pub fn admin(&self) -> redis::Connection {
+        redis::Client::open(self.url()).unwrap().get_connection_with_timeout(Duration::from_secs(5)).unwrap()
+    }
+
+    /// SIGKILLs the server (this child only): every key and connection is gone.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Kills the server and starts a fresh, empty one on the same ports after `down`.
+    pub fn restart_after(&mut self, down: Duration) {
+        self.kill();
+        std::thread::sleep(down);
+        self.run();
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

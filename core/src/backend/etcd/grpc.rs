@@ -1,6 +1,7 @@
 //! `etcd://`: etcd's gRPC API through the `etcd-client` crate (one HTTP/2 channel
 //! balanced over every endpoint given; user/password auth).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -8,17 +9,24 @@ use etcd_client::{
     Client, Compare as ECompare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, SortOrder, SortTarget,
     Txn as ETxn, TxnOp as ETxnOp, TxnOpResponse, WatchOptions,
 };
+use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
 use super::proto::{Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream};
 use crate::error::{Error, Result};
 
-/// The gRPC transport.
+/// The gRPC transport: one client per endpoint, connected on first use; a call that
+/// cannot reach one endpoint goes to the next (etcd-client's own balanced channel keeps
+/// sending to a dead member).
 pub(crate) struct Grpc {
-    client: Client,
+    endpoints: Vec<String>,
+    clients: Vec<OnceCell<Client>>,
+    current: AtomicUsize,
+    opts: ConnectOptions,
     /// `etcd://…` with the password redacted: the prefix of every message.
     store: String,
     timeout: Duration,
+    connect_timeout: Duration,
 }
 
 impl std::fmt::Debug for Grpc {
@@ -42,12 +50,15 @@ impl Grpc {
         if let Some((user, password)) = auth {
             opts = opts.with_user(user, password);
         }
-        let eps: Vec<String> = endpoints.iter().map(|e| format!("http://{e}")).collect();
-        let client = tokio::time::timeout(connect_timeout + timeout, Client::connect(eps, Some(opts)))
-            .await
-            .map_err(|_| Error::connection(format!("{store}: connecting timed out")))?
-            .map_err(|e| Error::connection(format!("cannot connect to {store}: {}", redact(&e))))?;
-        let g = Grpc { client, store, timeout };
+        let g = Grpc {
+            clients: endpoints.iter().map(|_| OnceCell::new()).collect(),
+            endpoints,
+            current: AtomicUsize::new(0),
+            opts,
+            store,
+            timeout,
+            connect_timeout,
+        };
         // One read proves an endpoint (and the credentials) work.
         g.range(Range::key(b"baton/ping")).await?;
         Ok(g)
@@ -57,24 +68,61 @@ impl Grpc {
         let msg = format!("{}: {}", self.store, redact(&e));
         match &e {
             etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => Error::connection(msg),
-            // gRPC codes 14 Unavailable (no leader, member stopping), 4 DeadlineExceeded,
-            // 1 Cancelled: the store could not answer, not a refusal.
+            // gRPC codes 14 Unavailable (no leader, member stopping, refused), 4
+            // DeadlineExceeded, 1 Cancelled: the store could not answer, not a refusal.
             etcd_client::Error::GRpcStatus(s) if matches!(i32::from(s.code()), 1 | 4 | 14) => Error::connection(msg),
             _ => Error::backend(msg),
         }
     }
 
-    /// Runs `f` on a clone of the client (cheap: one shared channel), bounded by the
-    /// request timeout.
+    async fn client(&self, idx: usize) -> Result<Client> {
+        let ep = format!("http://{}", self.endpoints[idx]);
+        let connect = || async {
+            tokio::time::timeout(
+                self.connect_timeout + self.timeout,
+                Client::connect([ep.as_str()], Some(self.opts.clone())),
+            )
+            .await
+            .map_err(|_| Error::connection(format!("{}: connecting to {} timed out", self.store, self.endpoints[idx])))?
+            .map_err(|e| self.err(e))
+        };
+        self.clients[idx].get_or_try_init(connect).await.cloned()
+    }
+
+    /// Runs `f` on the current endpoint's client (a cheap clone of its channel), bounded
+    /// by the request timeout; on a connection failure, on the next endpoint.
     async fn call<T, F, Fut>(&self, f: F) -> Result<T>
     where
-        F: FnOnce(Client) -> Fut,
+        F: Fn(Client) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        match tokio::time::timeout(self.timeout, f(self.client.clone())).await {
-            Ok(r) => r.map_err(|e| self.err(e)),
-            Err(_) => Err(Error::connection(format!("{}: request timed out after {:?}", self.store, self.timeout))),
+        let n = self.endpoints.len();
+        let start = self.current.load(Ordering::Relaxed);
+        let mut last = None;
+        for i in 0..n {
+            let idx = (start + i) % n;
+            let out = match self.client(idx).await {
+                Err(e) => Err(e),
+                Ok(c) => match tokio::time::timeout(self.timeout, f(c)).await {
+                    Ok(r) => r.map_err(|e| self.err(e)),
+                    Err(_) => Err(Error::connection(format!(
+                        "{}: request to {} timed out after {:?}",
+                        self.store, self.endpoints[idx], self.timeout
+                    ))),
+                },
+            };
+            match out {
+                Ok(v) => {
+                    if i > 0 {
+                        self.current.store(idx, Ordering::Relaxed);
+                    }
+                    return Ok(v);
+                }
+                Err(e) if e.kind() == crate::ErrorKind::Connection => last = Some(e),
+                Err(e) => return Err(e),
+            }
         }
+        Err(last.unwrap_or_else(|| Error::connection(format!("{}: no endpoint", self.store))))
     }
 }
 
@@ -121,7 +169,12 @@ fn op(o: &TxnOp) -> ETxnOp {
 #[async_trait]
 impl Transport for Grpc {
     async fn range(&self, r: Range) -> Result<RangeResp> {
-        let resp = self.call(|mut c| async move { c.get(r.key.clone(), Some(get_options(&r))).await }).await?;
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (r.key.clone(), get_options(&r));
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
         Ok(RangeResp { revision: resp.header().map_or(0, |h| h.revision()), kvs: resp.kvs().iter().map(kv).collect() })
     }
 
@@ -138,7 +191,12 @@ impl Transport for Grpc {
             .when(compare)
             .and_then(t.success.iter().map(op).collect::<Vec<_>>())
             .or_else(t.failure.iter().map(op).collect::<Vec<_>>());
-        let resp = self.call(|mut c| async move { c.txn(txn).await }).await?;
+        let resp = self
+            .call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await?;
         let revision = resp.header().map_or(0, |h| h.revision());
         let responses = resp
             .op_responses()
@@ -161,11 +219,13 @@ impl Transport for Grpc {
     }
 
     async fn lease_keepalive(&self, id: i64) -> Result<i64> {
-        self.call(|mut c| async move {
-            let (_keeper, mut stream) = c.lease_keep_alive(id).await?;
-            Ok(stream.message().await?.map_or(0, |r| r.ttl()))
-        })
-        .await
+        // etcd-client sends one keep-alive and reads its answer before it returns the
+        // keeper; a lease that is gone is its "lease not found" error.
+        match self.call(|mut c| async move { c.lease_keep_alive(id).await }).await {
+            Ok(_) => Ok(1),
+            Err(e) if e.message().contains("lease not found") => Ok(0),
+            Err(e) => Err(e),
+        }
     }
 
     async fn lease_revoke(&self, id: i64) -> Result<()> {
@@ -180,8 +240,12 @@ impl Transport for Grpc {
         if let Some(end) = &r.range_end {
             o = o.with_range(end.clone());
         }
-        let key = r.key.clone();
-        let stream = self.call(|mut c| async move { c.watch(key, Some(o)).await }).await?;
+        let stream = self
+            .call(|mut c| {
+                let (key, o) = (r.key.clone(), o.clone());
+                async move { c.watch(key, Some(o)).await }
+            })
+            .await?;
         Ok(Box::new(GrpcWatch { stream, store: self.store.clone() }))
     }
 }

@@ -135,6 +135,20 @@ pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &LockKeys, r
     // its hold lease is granted alongside the read, not after it (one round trip less on
     // every hand-off).
     let mut spare = None;
+    if req.enqueue && local.settled_waiter(&keys.prefix, &req.holder) {
+        // The attempt just before (the engine re-attempts right after subscribing) found
+        // this waiter behind a predecessor, and the wait that follows watches that
+        // predecessor from the revision of that read: nothing can be missed by not
+        // reading again now.
+        return Ok(Attempt::Busy { retry_ms: None });
+    }
+    if req.enqueue && local.busy_lately(&keys.prefix) && !local.knows(&keys.prefix, &req.holder) {
+        // Another contender of this process read the queue busy a moment ago: queue up
+        // at once (the txn's own read of the queue says where this waiter stands).
+        if let Some(a) = create(t, local, keys, req, false, &mut spare).await? {
+            return Ok(a);
+        }
+    }
     for _ in 0..RACES {
         let r = if spare.is_none() && local.take_hint(&keys.prefix, &req.holder) {
             let (r, l) = tokio::join!(t.range(Range::prefix(&keys.prefix)), t.lease_grant(secs(req.lease_ms)));
@@ -167,6 +181,7 @@ async fn step(
     {
         let es = entries(keys, r);
         local.saw(keys, &req.holder, &es, r.revision);
+        local.busy(&keys.prefix, !es.is_empty());
         if let Some(i) = es.iter().position(|e| e.is(&req.holder)) {
             return own_entry(t, local, keys, req, &es[i], i == 0, spare).await;
         }
@@ -315,7 +330,14 @@ async fn create(
     }
     let mine = resp.revision;
     let es = resp.range(1).map(|r| entries(keys, r)).unwrap_or_default();
+    if es.iter().any(|e| e.is(&req.holder) && e.kv.create_revision < mine) {
+        // This holder already had a key (made elsewhere): keep that one.
+        local.forget(&keys.prefix, &req.holder, lease);
+        t.lease_revoke(lease).await?;
+        return Ok(None);
+    }
     local.saw(keys, &req.holder, &es, mine);
+    local.busy(&keys.prefix, es.len() > 1);
     let first = es.first().is_some_and(|e| e.kv.create_revision == mine);
     match (first, expect_first) {
         (true, true) => {
@@ -461,6 +483,7 @@ pub(crate) async fn release(
 /// Removes the holder's waiting keys: each is alone on the lease it was created with,
 /// which this process remembers, so revoking that lease deletes it (one call, no read).
 pub(crate) async fn leave_queue(t: &dyn Transport, local: &Local, keys: &LockKeys, holder: &str) -> Result<()> {
+    local.last_seen(&keys.prefix, holder);
     for lease in local.take(&keys.prefix, holder) {
         t.lease_revoke(lease).await?;
     }
@@ -479,6 +502,8 @@ pub(crate) struct Local {
     hints: Mutex<std::collections::HashSet<(Vec<u8>, String)>>,
     /// Each waiter's predecessor as its last attempt read it.
     seen: Mutex<HashMap<(Vec<u8>, String), (Vec<u8>, i64, bool)>>,
+    /// When a read last found each queue busy.
+    busy: Mutex<HashMap<Vec<u8>, Instant>>,
 }
 
 impl Local {
@@ -512,6 +537,37 @@ impl Local {
     /// that read, whether the predecessor is the head); taken once.
     pub(crate) fn last_seen(&self, prefix: &[u8], holder: &str) -> Option<(Vec<u8>, i64, bool)> {
         self.seen.lock().unwrap_or_else(|p| p.into_inner()).remove(&(prefix.to_vec(), holder.to_owned()))
+    }
+
+    fn busy(&self, prefix: &[u8], busy: bool) {
+        let mut m = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        if busy {
+            m.insert(prefix.to_vec(), Instant::now());
+        } else {
+            m.remove(prefix);
+        }
+    }
+
+    /// Whether a read found the queue busy within the last 100 ms.
+    fn busy_lately(&self, prefix: &[u8]) -> bool {
+        let m = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(prefix).is_some_and(|at| at.elapsed() < Duration::from_millis(100))
+    }
+
+    /// Whether this process knows of a key of `holder` (waiting or granted).
+    fn knows(&self, prefix: &[u8], holder: &str) -> bool {
+        let k = (prefix.to_vec(), holder.to_owned());
+        self.with(|m| m.contains_key(&k)) || self.held.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&k)
+    }
+
+    /// A waiter whose last attempt found it behind a predecessor, not yet waited on, with
+    /// a queue place that needs no refresh yet.
+    fn settled_waiter(&self, prefix: &[u8], holder: &str) -> bool {
+        let k = (prefix.to_vec(), holder.to_owned());
+        if !self.seen.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&k) {
+            return false;
+        }
+        self.with(|m| m.get(&k).and_then(|v| v.last()).is_some_and(|(_, at)| at.elapsed() < Duration::from_millis(500)))
     }
 
     /// Notes that `holder`'s predecessor was the holder and went.

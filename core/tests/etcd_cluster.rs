@@ -44,3 +44,5 @@ behaviour_suite!(@tests crate::store;
 );
 cross_process_suite!(crate::store);
 etcd_suite!(crate::url);
+// 200 waiters in request order: gRPC only (see the check).
+etcd_suite!(@tests crate::url; many_waiters_in_order);

@@ -275,6 +275,7 @@ impl Backend for Etcd {
                 keys: LockKeys::new(&key.name),
                 holder: None,
                 local: self.local.clone(),
+                watch: None,
             })),
             _ => StateStore::subscribe(&self.state, key).await,
         }
@@ -287,6 +288,7 @@ impl Backend for Etcd {
                 keys: LockKeys::new(&key.name),
                 holder: Some(req.holder.clone()),
                 local: self.local.clone(),
+                watch: None,
             })),
             _ => StateStore::subscribe(&self.state, key).await,
         }
@@ -329,10 +331,13 @@ struct LockSub {
     /// The waiter; `None`: any deletion under the prefix.
     holder: Option<String>,
     local: Arc<lock::Local>,
+    /// The watch of the last wait and what it watches: kept while the predecessor stays
+    /// the same (a re-check after a quiet second reuses it instead of opening another).
+    watch: Option<(Vec<u8>, Box<dyn WatchStream>)>,
 }
 
 impl LockSub {
-    async fn wait(&self, until: Instant) -> Result<()> {
+    async fn wait(&mut self, until: Instant) -> Result<()> {
         let mut head = false;
         let (range, after) = match &self.holder {
             // The engine's attempt just before this wait read the queue: watching from
@@ -360,11 +365,22 @@ impl LockSub {
                 (range, r.revision)
             }
         };
-        let mut w = self.t.watch(range, after).await?;
+        // A watch of the same key opened earlier started from an earlier revision, so it
+        // holds every event since; a key never comes back once deleted (lease ids are
+        // unique), so its deletion cannot be older than this read.
+        let mut w = match self.watch.take() {
+            Some((k, w)) if k == range.key && range.range_end.is_none() => w,
+            _ => self.t.watch(range.clone(), after).await?,
+        };
         // Bounded by `until`; each turn is one batch of events.
         loop {
             match w.next(until).await? {
-                None => return Ok(()),
+                None => {
+                    if range.range_end.is_none() {
+                        self.watch = Some((range.key, w));
+                    }
+                    return Ok(());
+                }
                 Some(evs) if evs.iter().any(|e| e.delete) => {
                     if let (true, Some(h)) = (head, &self.holder) {
                         self.local.hint(&self.keys.prefix, h);

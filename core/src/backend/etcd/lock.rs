@@ -57,13 +57,13 @@ impl LockKeys {
 
 /// What baton keeps in its own queue keys.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-struct Value {
+pub(crate) struct Value {
     /// The holder id (`{client uuid}:{n}` or the caller's owner id).
-    holder: String,
+    pub(crate) holder: String,
     /// Re-entry count; 0 while waiting.
-    count: u32,
+    pub(crate) count: u32,
     /// The TTL (seconds) of the lease the key is attached to.
-    ttl: i64,
+    pub(crate) ttl: i64,
 }
 
 /// One contender under `NAME/`, oldest first.
@@ -121,7 +121,7 @@ pub(crate) fn secs(ms: u64) -> i64 {
     i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX).max(1)
 }
 
-fn encode(v: &Value) -> Vec<u8> {
+pub(crate) fn encode(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 

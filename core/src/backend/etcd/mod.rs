@@ -14,6 +14,7 @@
 
 mod lock;
 mod proto;
+mod txnlock;
 
 #[cfg(feature = "etcd")]
 mod grpc;
@@ -31,6 +32,7 @@ use tokio::time::Instant;
 
 use self::lock::LockKeys;
 use self::proto::{Compare, Range, Transport, Txn, TxnOp, WatchStream};
+use self::txnlock::TxnKeys;
 use super::stateful::{Op, StateStore};
 use super::{Backend, COMMON_OPTIONS, Family, Key, Subscription};
 use crate::FencingToken;
@@ -40,7 +42,7 @@ use crate::state::{self, Attempt, KeyState, Released, Request};
 use crate::url::StoreUrl;
 
 /// Options of the etcd schemes besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout"];
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "scheme"];
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_PORT: u16 = 2379;
@@ -50,6 +52,8 @@ const STATE_RACES: u32 = 64;
 /// The etcd store of one client.
 pub(crate) struct Etcd {
     t: Arc<dyn Transport>,
+    /// `?scheme=txn`: locks are the seeds' bare-key try-lock instead of the queue.
+    txn_scheme: bool,
     local: Arc<lock::Local>,
     state: EtcdState,
     steps: Steps,
@@ -163,6 +167,16 @@ impl Etcd {
         if !url.path().is_empty() && url.path() != "/" {
             return Err(Error::invalid_url(format!("etcd URLs take no path: {url}")));
         }
+        let txn_scheme = match url.option("scheme") {
+            None | Some("queue") => false,
+            Some("txn") => true,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "option `scheme` of {url}: `{other}` is not an etcd lock scheme (queue: etcd's concurrency.Mutex, \
+                     the default; txn: the bare-key try-lock)"
+                )));
+            }
+        };
         let endpoints = parse_endpoints(url)?;
         let timeout = parse_duration(url, "timeout", DEFAULT_TIMEOUT)?;
         let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
@@ -180,7 +194,36 @@ impl Etcd {
             }
         };
         let steps = Steps { store: parse_endpoints(url)?.join(",") };
-        Ok(Etcd { state: EtcdState { t: t.clone(), steps: steps.clone() }, t, steps, local: Arc::default() })
+        Ok(Etcd {
+            state: EtcdState { t: t.clone(), steps: steps.clone() },
+            t,
+            txn_scheme,
+            steps,
+            local: Arc::default(),
+        })
+    }
+
+    async fn txn_inspect(&self, key: &Key) -> Result<Inspection> {
+        let (holder, fence) = txnlock::read(&*self.t, &TxnKeys::new(&key.name)).await?;
+        let holders: Vec<Holder> = holder
+            .map(|(owner, count, token)| Holder {
+                owner,
+                mode: "exclusive",
+                count,
+                token: FencingToken::new(token),
+                lease_left: None,
+            })
+            .into_iter()
+            .collect();
+        let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
+        Ok(Inspection {
+            name: key.name.clone(),
+            kind: key.family.as_str(),
+            holders,
+            waiters: Vec::new(),
+            last_token: (last > 0).then_some(FencingToken::new(last)),
+            count: 0,
+        })
     }
 
     async fn lock_inspect(&self, key: &Key) -> Result<Inspection> {
@@ -213,6 +256,11 @@ impl Etcd {
 impl Backend for Etcd {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
         match key.family {
+            Family::Lock if self.txn_scheme => {
+                let keys = TxnKeys::new(&key.name);
+                let _one = self.steps.lock(&keys.own(&req.holder)).await;
+                txnlock::acquire(&*self.t, &keys, req).await
+            }
             Family::Lock => {
                 let keys = LockKeys::new(&key.name);
                 let _one = self.steps.lock(&keys.own(&req.holder)).await;
@@ -224,6 +272,12 @@ impl Backend for Etcd {
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
         match key.family {
+            Family::Lock if self.txn_scheme => {
+                let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+                let keys = TxnKeys::new(&key.name);
+                let _one = self.steps.lock(&keys.own(holder)).await;
+                txnlock::renew(&*self.t, &keys, holder, ms).await
+            }
             Family::Lock => {
                 let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
                 let keys = LockKeys::new(&key.name);
@@ -243,6 +297,9 @@ impl Backend for Etcd {
 
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
         match key.family {
+            Family::Lock if self.txn_scheme => {
+                txnlock::release(&*self.t, &TxnKeys::new(&key.name), holder, count).await
+            }
             Family::Lock => {
                 let keys = LockKeys::new(&key.name);
                 let _one = self.steps.lock(&keys.own(holder)).await;
@@ -254,6 +311,8 @@ impl Backend for Etcd {
 
     async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
         match key.family {
+            // No queue places in the txn scheme.
+            Family::Lock if self.txn_scheme => Ok(()),
             // Not one step at a time: it only revokes the waiter's own leases.
             Family::Lock => {
                 let keys = LockKeys::new(&key.name);
@@ -265,11 +324,14 @@ impl Backend for Etcd {
     }
 
     fn queues_locks(&self) -> bool {
-        true
+        !self.txn_scheme
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         match key.family {
+            Family::Lock if self.txn_scheme => {
+                Ok(Box::new(KeySub::start(self.t.clone(), &TxnKeys::new(&key.name).key).await?))
+            }
             Family::Lock => Ok(Box::new(LockSub {
                 t: self.t.clone(),
                 keys: LockKeys::new(&key.name),
@@ -283,6 +345,7 @@ impl Backend for Etcd {
 
     async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
         match key.family {
+            Family::Lock if self.txn_scheme => Backend::subscribe(self, key).await,
             Family::Lock => Ok(Box::new(LockSub {
                 t: self.t.clone(),
                 keys: LockKeys::new(&key.name),
@@ -296,6 +359,7 @@ impl Backend for Etcd {
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
         match key.family {
+            Family::Lock if self.txn_scheme => self.txn_inspect(key).await,
             Family::Lock => self.lock_inspect(key).await,
             _ => Backend::inspect(&self.state, key).await,
         }
@@ -400,6 +464,55 @@ impl Subscription for LockSub {
             pause(until).await;
         }
         Ok(())
+    }
+}
+
+/// Watches one key (`?scheme=txn`: the lock key) from the revision read at subscribe
+/// time; any deletion wakes.
+struct KeySub {
+    t: Arc<dyn Transport>,
+    key: Vec<u8>,
+    rev: i64,
+    stream: Option<Box<dyn WatchStream>>,
+}
+
+impl KeySub {
+    async fn start(t: Arc<dyn Transport>, key: &[u8]) -> Result<KeySub> {
+        let rev = t.range(Range::key(key)).await?.revision;
+        Ok(KeySub { t, key: key.to_vec(), rev, stream: None })
+    }
+}
+
+#[async_trait]
+impl Subscription for KeySub {
+    async fn changed(&mut self, until: Instant) -> Result<()> {
+        if self.stream.is_none() {
+            match self.t.watch(Range::key(&self.key), self.rev).await {
+                Ok(s) => self.stream = Some(s),
+                Err(_) => {
+                    pause(until).await;
+                    return Ok(());
+                }
+            }
+        }
+        let Some(stream) = self.stream.as_mut() else { return Ok(()) };
+        // Bounded by `until`: one batch of events per turn.
+        loop {
+            match stream.next(until).await {
+                Ok(Some(evs)) => {
+                    self.rev = evs.iter().map(|e| e.kv.mod_revision).max().unwrap_or(self.rev).max(self.rev);
+                    if evs.iter().any(|e| e.delete) {
+                        return Ok(());
+                    }
+                }
+                Ok(None) => return Ok(()),
+                Err(_) => {
+                    self.stream = None;
+                    pause(until).await;
+                    return Ok(());
+                }
+            }
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Stores. Each backend does one step atomically on its store; waiting, renewal,
 //! reentrancy bookkeeping, timeouts and fencing bookkeeping live in `engine`, once.
 
+#[cfg(any(feature = "etcd", feature = "etcd-http"))]
+mod etcd;
 pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod redis;
@@ -118,6 +120,13 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
     /// Gives up `holder`'s queue place, if any.
     async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()>;
 
+    /// Whether a waiting plain lock takes a queue place too, as a fair lock does: stores
+    /// whose locks are queues (etcd's revision queue) say so, and the engine then gives the
+    /// place back when the waiter leaves.
+    fn queues_locks(&self) -> bool {
+        false
+    }
+
     /// Starts listening for changes of `key`.
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>>;
 
@@ -185,6 +194,10 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
         "mysql" => Ok(Arc::new(sql::mysql::Mysql::open(url).await?)),
         #[cfg(feature = "redis")]
         "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::Redis::open(url).await?)),
+        #[cfg(feature = "etcd")]
+        "etcd" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
+        #[cfg(feature = "etcd-http")]
+        "etcd+http" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
         s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
             Some((_, feature)) => Err(Error::unsupported(format!(
                 "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"

@@ -11,8 +11,10 @@ use crate::error::Result;
 use crate::inspect::Inspection;
 use crate::state::{self, Attempt, KeyState, Released, Request};
 
-/// A decision run inside a store's transaction: `f(state, now_ms)`.
-pub(crate) type Op<R> = Box<dyn for<'a> FnOnce(&'a mut KeyState, u64) -> R + Send>;
+/// A decision run inside a store's transaction: `f(state, now_ms)`. A store that detects
+/// conflicts instead of locking (etcd's txn on a mod revision) runs it again on a fresh
+/// read, so it is `Fn`.
+pub(crate) type Op<R> = Box<dyn for<'a> Fn(&'a mut KeyState, u64) -> R + Send + Sync>;
 
 /// One atomic read-modify-write of a key's state, on the store's clock.
 #[async_trait]

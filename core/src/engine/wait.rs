@@ -45,7 +45,9 @@ pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant
 async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
     let spec = &slot.spec;
     spec.ctx.check_open()?;
-    let queued = matches!(wait, Wait::Until(_)) && matches!(spec.mode, Mode::Fair | Mode::Write);
+    let queued = matches!(wait, Wait::Until(_))
+        && (matches!(spec.mode, Mode::Fair | Mode::Write)
+            || (spec.mode == Mode::Exclusive && spec.ctx.backend.queues_locks()));
     let req = Request {
         holder: spec.holder.clone(),
         mode: spec.mode.clone(),

@@ -1,0 +1,287 @@
+//! `etcd://`: etcd's gRPC API through the `etcd-client` crate (one HTTP/2 channel
+//! balanced over every endpoint given; user/password auth).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{
+    Client, Compare as ECompare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, SortOrder, SortTarget,
+    Txn as ETxn, TxnOp as ETxnOp, TxnOpResponse, WatchOptions,
+};
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+use super::proto::{Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream};
+use crate::error::{Error, Result};
+
+/// The gRPC transport: one client per endpoint, connected on first use; a call that
+/// cannot reach one endpoint goes to the next (etcd-client's own balanced channel keeps
+/// sending to a dead member).
+pub(crate) struct Grpc {
+    endpoints: Vec<String>,
+    clients: Vec<OnceCell<Client>>,
+    current: AtomicUsize,
+    opts: ConnectOptions,
+    /// `etcd://…` with the password redacted: the prefix of every message.
+    store: String,
+    timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for Grpc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grpc").field("store", &self.store).finish_non_exhaustive()
+    }
+}
+
+impl Grpc {
+    pub(crate) async fn connect(
+        endpoints: Vec<String>,
+        store: String,
+        timeout: Duration,
+        connect_timeout: Duration,
+        auth: Option<(String, String)>,
+    ) -> Result<Grpc> {
+        let mut opts = ConnectOptions::new()
+            .with_timeout(timeout)
+            .with_connect_timeout(connect_timeout)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+        if let Some((user, password)) = auth {
+            opts = opts.with_user(user, password);
+        }
+        let g = Grpc {
+            clients: endpoints.iter().map(|_| OnceCell::new()).collect(),
+            endpoints,
+            current: AtomicUsize::new(0),
+            opts,
+            store,
+            timeout,
+            connect_timeout,
+        };
+        // One read proves an endpoint (and the credentials) work.
+        g.range(Range::key(b"baton/ping")).await?;
+        Ok(g)
+    }
+
+    fn err(&self, e: etcd_client::Error) -> Error {
+        let msg = format!("{}: {}", self.store, redact(&e));
+        match &e {
+            etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => Error::connection(msg),
+            // gRPC codes 14 Unavailable (no leader, member stopping, refused), 4
+            // DeadlineExceeded, 1 Cancelled: the store could not answer, not a refusal.
+            etcd_client::Error::GRpcStatus(s) if matches!(i32::from(s.code()), 1 | 4 | 14) => Error::connection(msg),
+            _ => Error::backend(msg),
+        }
+    }
+
+    async fn client(&self, idx: usize) -> Result<Client> {
+        let ep = format!("http://{}", self.endpoints[idx]);
+        let connect = || async {
+            tokio::time::timeout(
+                self.connect_timeout + self.timeout,
+                Client::connect([ep.as_str()], Some(self.opts.clone())),
+            )
+            .await
+            .map_err(|_| Error::connection(format!("{}: connecting to {} timed out", self.store, self.endpoints[idx])))?
+            .map_err(|e| self.err(e))
+        };
+        self.clients[idx].get_or_try_init(connect).await.cloned()
+    }
+
+    /// Runs `f` on the current endpoint's client (a cheap clone of its channel), bounded
+    /// by the request timeout; on a connection failure, on the next endpoint.
+    async fn call<T, F, Fut>(&self, f: F) -> Result<T>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let n = self.endpoints.len();
+        let start = self.current.load(Ordering::Relaxed);
+        let mut last = None;
+        for i in 0..n {
+            let idx = (start + i) % n;
+            let out = match self.client(idx).await {
+                Err(e) => Err(e),
+                Ok(c) => match tokio::time::timeout(self.timeout, f(c)).await {
+                    Ok(r) => r.map_err(|e| self.err(e)),
+                    Err(_) => Err(Error::connection(format!(
+                        "{}: request to {} timed out after {:?}",
+                        self.store, self.endpoints[idx], self.timeout
+                    ))),
+                },
+            };
+            match out {
+                Ok(v) => {
+                    if i > 0 {
+                        self.current.store(idx, Ordering::Relaxed);
+                    }
+                    return Ok(v);
+                }
+                Err(e) if e.kind() == crate::ErrorKind::Connection => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::connection(format!("{}: no endpoint", self.store))))
+    }
+}
+
+/// etcd-client's messages carry no URL, so no password; only the message is kept.
+fn redact(e: &etcd_client::Error) -> String {
+    e.to_string()
+}
+
+fn get_options(r: &Range) -> GetOptions {
+    let mut o = GetOptions::new();
+    if let Some(end) = &r.range_end {
+        o = o.with_range(end.clone());
+    }
+    if r.by_create {
+        o = o.with_sort(SortTarget::Create, SortOrder::Ascend);
+    }
+    o
+}
+
+fn kv(k: &etcd_client::KeyValue) -> Kv {
+    Kv {
+        key: k.key().to_vec(),
+        value: k.value().to_vec(),
+        create_revision: k.create_revision(),
+        mod_revision: k.mod_revision(),
+        lease: k.lease(),
+    }
+}
+
+fn op(o: &TxnOp) -> ETxnOp {
+    match o {
+        TxnOp::Put { key, value, lease } => {
+            let opts = match lease {
+                Some(l) => PutOptions::new().with_lease(*l),
+                None => PutOptions::new().with_ignore_lease(),
+            };
+            ETxnOp::put(key.clone(), value.clone(), Some(opts))
+        }
+        TxnOp::Delete { key } => ETxnOp::delete(key.clone(), None),
+        TxnOp::Range(r) => ETxnOp::get(r.key.clone(), Some(get_options(r))),
+    }
+}
+
+#[async_trait]
+impl Transport for Grpc {
+    async fn range(&self, r: Range) -> Result<RangeResp> {
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (r.key.clone(), get_options(&r));
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
+        Ok(RangeResp { revision: resp.header().map_or(0, |h| h.revision()), kvs: resp.kvs().iter().map(kv).collect() })
+    }
+
+    async fn txn(&self, t: Txn) -> Result<TxnResp> {
+        let compare: Vec<ECompare> = t
+            .compare
+            .iter()
+            .map(|c| match c.target {
+                Target::Create => ECompare::create_revision(c.key.clone(), CompareOp::Equal, c.value),
+                Target::Mod => ECompare::mod_revision(c.key.clone(), CompareOp::Equal, c.value),
+            })
+            .collect();
+        let txn = ETxn::new()
+            .when(compare)
+            .and_then(t.success.iter().map(op).collect::<Vec<_>>())
+            .or_else(t.failure.iter().map(op).collect::<Vec<_>>());
+        let resp = self
+            .call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await?;
+        let revision = resp.header().map_or(0, |h| h.revision());
+        let responses = resp
+            .op_responses()
+            .into_iter()
+            .map(|r| match r {
+                TxnOpResponse::Get(g) => OpResp::Range(RangeResp {
+                    revision: g.header().map_or(revision, |h| h.revision()),
+                    kvs: g.kvs().iter().map(kv).collect(),
+                }),
+                TxnOpResponse::Delete(_) => OpResp::Delete,
+                TxnOpResponse::Put(_) | TxnOpResponse::Txn(_) => OpResp::Put,
+            })
+            .collect();
+        Ok(TxnResp { succeeded: resp.succeeded(), revision, responses })
+    }
+
+    async fn lease_grant(&self, ttl_s: i64) -> Result<i64> {
+        let r = self.call(|mut c| async move { c.lease_grant(ttl_s, None).await }).await?;
+        Ok(r.id())
+    }
+
+    async fn lease_keepalive(&self, id: i64) -> Result<i64> {
+        // etcd-client sends one keep-alive and reads its answer before it returns the
+        // keeper; a lease that is gone is its "lease not found" error.
+        match self.call(|mut c| async move { c.lease_keep_alive(id).await }).await {
+            Ok(_) => Ok(1),
+            Err(e) if e.message().contains("lease not found") => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn lease_revoke(&self, id: i64) -> Result<()> {
+        match self.call(|mut c| async move { c.lease_revoke(id).await }).await {
+            Err(e) if e.message().contains("lease not found") => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
+    async fn watch(&self, r: Range, after: i64) -> Result<Box<dyn WatchStream>> {
+        let mut o = WatchOptions::new().with_start_revision(after + 1);
+        if let Some(end) = &r.range_end {
+            o = o.with_range(end.clone());
+        }
+        let stream = self
+            .call(|mut c| {
+                let (key, o) = (r.key.clone(), o.clone());
+                async move { c.watch(key, Some(o)).await }
+            })
+            .await?;
+        Ok(Box::new(GrpcWatch { stream, store: self.store.clone() }))
+    }
+}
+
+struct GrpcWatch {
+    stream: etcd_client::WatchStream,
+    store: String,
+}
+
+#[async_trait]
+impl WatchStream for GrpcWatch {
+    async fn next(&mut self, until: Instant) -> Result<Option<Vec<Event>>> {
+        // Bounded by `until`: each turn takes one message off the stream.
+        loop {
+            let msg = match tokio::time::timeout_at(until, self.stream.message()).await {
+                Err(_) => return Ok(None),
+                Ok(Ok(Some(m))) => m,
+                Ok(Ok(None)) => return Err(Error::connection(format!("{}: the watch stream ended", self.store))),
+                Ok(Err(e)) => return Err(Error::connection(format!("{}: watch stream: {}", self.store, redact(&e)))),
+            };
+            if msg.canceled() {
+                return Err(Error::backend(format!(
+                    "{}: watch canceled: {} (compacted at {})",
+                    self.store,
+                    msg.cancel_reason(),
+                    msg.compact_revision()
+                )));
+            }
+            if !msg.events().is_empty() {
+                let evs = msg
+                    .events()
+                    .iter()
+                    .filter_map(|e| Some(Event { delete: e.event_type() == EventType::Delete, kv: kv(e.kv()?) }))
+                    .collect();
+                return Ok(Some(evs));
+            }
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! `etcd+http://`: etcd's JSON gateway (`/v3/...`, keys and values in base64, int64 as
+//! strings, proto3 defaults omitted), over `reqwest`. Several endpoints: a request that
+//! cannot reach one goes to the next.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Value as Json, json};
+use tokio::time::Instant;
+
+use super::proto::{Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream};
+use crate::error::{Error, Result};
+
+/// The JSON-gateway transport.
+pub(crate) struct Http {
+    client: reqwest::Client,
+    /// `http://host:port`, one per endpoint.
+    endpoints: Vec<String>,
+    current: AtomicUsize,
+    /// `etcd+http://…` with the password redacted: the prefix of every message.
+    store: String,
+    timeout: Duration,
+    /// User and password, when the URL has them (etcd auth).
+    auth: Option<(String, String)>,
+    token: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http").field("store", &self.store).finish_non_exhaustive()
+    }
+}
+
+fn b64(v: &[u8]) -> String {
+    B64.encode(v)
+}
+
+fn de_i64<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
+    match Json::deserialize(d)? {
+        Json::Number(n) => n.as_i64().ok_or_else(|| serde::de::Error::custom("not an int64")),
+        Json::String(s) => s.parse().map_err(serde::de::Error::custom),
+        Json::Null => Ok(0),
+        _ => Err(serde::de::Error::custom("not an int64")),
+    }
+}
+
+fn de_b64<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<u8>, D::Error> {
+    let s = Option::<String>::deserialize(d)?.unwrap_or_default();
+    B64.decode(s.as_bytes()).map_err(serde::de::Error::custom)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JHeader {
+    #[serde(deserialize_with = "de_i64")]
+    revision: i64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JKv {
+    #[serde(deserialize_with = "de_b64")]
+    key: Vec<u8>,
+    #[serde(deserialize_with = "de_b64")]
+    value: Vec<u8>,
+    #[serde(deserialize_with = "de_i64")]
+    create_revision: i64,
+    #[serde(deserialize_with = "de_i64")]
+    mod_revision: i64,
+    #[serde(deserialize_with = "de_i64")]
+    lease: i64,
+}
+
+impl From<JKv> for Kv {
+    fn from(k: JKv) -> Kv {
+        Kv {
+            key: k.key,
+            value: k.value,
+            create_revision: k.create_revision,
+            mod_revision: k.mod_revision,
+            lease: k.lease,
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JRange {
+    header: JHeader,
+    kvs: Vec<JKv>,
+}
+
+impl JRange {
+    fn into_resp(self, revision: i64) -> RangeResp {
+        let revision = if self.header.revision > 0 { self.header.revision } else { revision };
+        RangeResp { revision, kvs: self.kvs.into_iter().map(Kv::from).collect() }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JOpResp {
+    response_range: Option<JRange>,
+    response_put: Option<Json>,
+    response_delete_range: Option<Json>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JTxn {
+    header: JHeader,
+    succeeded: bool,
+    responses: Vec<JOpResp>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JLease {
+    #[serde(rename = "ID", deserialize_with = "de_i64")]
+    id: i64,
+    #[serde(rename = "TTL", deserialize_with = "de_i64")]
+    ttl: i64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JKeepAlive {
+    result: Option<JLease>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JAuth {
+    token: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    kv: JKv,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JWatchResult {
+    events: Vec<JEvent>,
+    canceled: bool,
+    cancel_reason: String,
+    #[serde(deserialize_with = "de_i64")]
+    compact_revision: i64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JWatchLine {
+    result: Option<JWatchResult>,
+    error: Option<Json>,
+}
+
+/// An error the gateway answered with: `{"error": "...", "code": N}`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JError {
+    error: String,
+    message: String,
+    code: i64,
+}
+
+fn range_json(r: &Range) -> Json {
+    let mut j = json!({ "key": b64(&r.key) });
+    if let Some(end) = &r.range_end {
+        j["range_end"] = json!(b64(end));
+    }
+    if r.by_create {
+        j["sort_order"] = json!("ASCEND");
+        j["sort_target"] = json!("CREATE");
+    }
+    j
+}
+
+fn op_json(op: &TxnOp) -> Json {
+    match op {
+        TxnOp::Put { key, value, lease } => {
+            let mut p = json!({ "key": b64(key), "value": b64(value) });
+            match lease {
+                Some(l) => p["lease"] = json!(l.to_string()),
+                None => p["ignore_lease"] = json!(true),
+            }
+            json!({ "request_put": p })
+        }
+        TxnOp::Delete { key } => json!({ "request_delete_range": { "key": b64(key) } }),
+        TxnOp::Range(r) => json!({ "request_range": range_json(r) }),
+    }
+}
+
+fn txn_json(t: &Txn) -> Json {
+    let compare: Vec<Json> = t
+        .compare
+        .iter()
+        .map(|c| match c.target {
+            Target::Create => json!({
+                "key": b64(&c.key), "target": "CREATE", "result": "EQUAL", "create_revision": c.value.to_string()
+            }),
+            Target::Mod => json!({
+                "key": b64(&c.key), "target": "MOD", "result": "EQUAL", "mod_revision": c.value.to_string()
+            }),
+        })
+        .collect();
+    json!({
+        "compare": compare,
+        "success": t.success.iter().map(op_json).collect::<Vec<_>>(),
+        "failure": t.failure.iter().map(op_json).collect::<Vec<_>>(),
+    })
+}
+
+impl Http {
+    /// Connects to `endpoints` (`host:port`) and checks that one answers.
+    pub(crate) async fn connect(
+        endpoints: Vec<String>,
+        store: String,
+        timeout: Duration,
+        connect_timeout: Duration,
+        auth: Option<(String, String)>,
+    ) -> Result<Http> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| Error::connection(format!("{store}: cannot build an HTTP client: {e}")))?;
+        let http = Http {
+            client,
+            endpoints: endpoints.into_iter().map(|e| format!("http://{e}")).collect(),
+            current: AtomicUsize::new(0),
+            store,
+            timeout,
+            auth,
+            token: Mutex::new(None),
+        };
+        if http.auth.is_some() {
+            http.authenticate().await?;
+        }
+        // One read proves the endpoint (and the credentials) work.
+        http.range(Range::key(b"baton/ping")).await?;
+        Ok(http)
+    }
+
+    async fn authenticate(&self) -> Result<()> {
+        let Some((user, password)) = &self.auth else { return Ok(()) };
+        let body = json!({ "name": user, "password": password });
+        let a: JAuth = self.post_once("/v3/auth/authenticate", &body, false).await?;
+        *self.token.lock().unwrap_or_else(|p| p.into_inner()) = Some(a.token);
+        Ok(())
+    }
+
+    fn token(&self) -> Option<String> {
+        self.token.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// POSTs `body` to `path`, moving to the next endpoint when one cannot be reached,
+    /// and authenticating again once when the token expired.
+    async fn post<T: DeserializeOwned + Default>(&self, path: &str, body: &Json) -> Result<T> {
+        match self.post_once(path, body, true).await {
+            Err(e) if self.auth.is_some() && e.message().contains("auth token") => {
+                self.authenticate().await?;
+                self.post_once(path, body, true).await
+            }
+            r => r,
+        }
+    }
+
+    async fn post_once<T: DeserializeOwned + Default>(&self, path: &str, body: &Json, with_token: bool) -> Result<T> {
+        let n = self.endpoints.len();
+        let start = self.current.load(Ordering::Relaxed);
+        let mut last = None;
+        for i in 0..n {
+            let idx = (start + i) % n;
+            match self.post_to(idx, path, body, with_token).await {
+                Ok(v) => {
+                    if i > 0 {
+                        self.current.store(idx, Ordering::Relaxed);
+                    }
+                    return Ok(v);
+                }
+                Err(e) if e.kind() == crate::ErrorKind::Connection => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::connection(format!("{}: no endpoint", self.store))))
+    }
+
+    fn request(&self, idx: usize, path: &str, body: &Json, with_token: bool) -> reqwest::RequestBuilder {
+        let mut rb = self.client.post(format!("{}{path}", self.endpoints[idx])).json(body);
+        if with_token && let Some(t) = self.token() {
+            rb = rb.header("Authorization", t);
+        }
+        rb
+    }
+
+    async fn post_to<T: DeserializeOwned + Default>(
+        &self,
+        idx: usize,
+        path: &str,
+        body: &Json,
+        with_token: bool,
+    ) -> Result<T> {
+        let resp = self
+            .request(idx, path, body, with_token)
+            .timeout(self.timeout)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(idx, e))?;
+        let status = resp.status();
+        let bytes = resp.bytes().await.map_err(|e| self.transport_error(idx, e))?;
+        if !status.is_success() {
+            return Err(self.answer_error(idx, status.as_u16(), &bytes));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            Error::backend(format!("{}: unexpected answer from {}{path}: {e}", self.store, self.endpoints[idx]))
+        })
+    }
+
+    fn transport_error(&self, idx: usize, e: reqwest::Error) -> Error {
+        // reqwest's messages name the endpoint (never the URL's password, which is not in it).
+        Error::connection(format!("{}: cannot reach {}: {e}", self.store, self.endpoints[idx]))
+    }
+
+    fn answer_error(&self, idx: usize, status: u16, body: &[u8]) -> Error {
+        let e: JError = serde_json::from_slice(body).unwrap_or_default();
+        let what = if e.error.is_empty() { e.message } else { e.error };
+        let msg = format!("{}: {} answered {status}: {what} (code {})", self.store, self.endpoints[idx], e.code);
+        // 14: Unavailable (no leader, stopping member): worth another endpoint.
+        if e.code == 14 || status == 503 { Error::connection(msg) } else { Error::backend(msg) }
+    }
+}
+
+#[async_trait]
+impl Transport for Http {
+    async fn range(&self, r: Range) -> Result<RangeResp> {
+        let j: JRange = self.post("/v3/kv/range", &range_json(&r)).await?;
+        Ok(j.into_resp(0))
+    }
+
+    async fn txn(&self, t: Txn) -> Result<TxnResp> {
+        let j: JTxn = self.post("/v3/kv/txn", &txn_json(&t)).await?;
+        let revision = j.header.revision;
+        let responses = j
+            .responses
+            .into_iter()
+            .map(|r| {
+                if let Some(rr) = r.response_range {
+                    OpResp::Range(rr.into_resp(revision))
+                } else if r.response_delete_range.is_some() {
+                    OpResp::Delete
+                } else {
+                    let _ = r.response_put;
+                    OpResp::Put
+                }
+            })
+            .collect();
+        Ok(TxnResp { succeeded: j.succeeded, revision, responses })
+    }
+
+    async fn lease_grant(&self, ttl_s: i64) -> Result<i64> {
+        let j: JLease = self.post("/v3/lease/grant", &json!({ "TTL": ttl_s.to_string() })).await?;
+        if j.id == 0 {
+            return Err(Error::backend(format!("{}: lease grant returned no id", self.store)));
+        }
+        Ok(j.id)
+    }
+
+    async fn lease_keepalive(&self, id: i64) -> Result<i64> {
+        let j: JKeepAlive = self.post("/v3/lease/keepalive", &json!({ "ID": id.to_string() })).await?;
+        Ok(j.result.map_or(0, |r| r.ttl))
+    }
+
+    async fn lease_revoke(&self, id: i64) -> Result<()> {
+        match self.post::<Json>("/v3/lease/revoke", &json!({ "ID": id.to_string() })).await {
+            Err(e) if e.message().contains("lease not found") => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
+    async fn watch(&self, r: Range, after: i64) -> Result<Box<dyn WatchStream>> {
+        let mut create = range_json(&r);
+        if let Some(o) = create.as_object_mut() {
+            o.remove("sort_order");
+            o.remove("sort_target");
+        }
+        create["start_revision"] = json!((after + 1).to_string());
+        let body = json!({ "create_request": create });
+        let idx = self.current.load(Ordering::Relaxed) % self.endpoints.len();
+        // No overall timeout: the answer is a stream that lasts as long as the watch.
+        let resp = tokio::time::timeout(self.timeout, self.request(idx, "/v3/watch", &body, true).send())
+            .await
+            .map_err(|_| Error::connection(format!("{}: watch request timed out", self.store)))?
+            .map_err(|e| self.transport_error(idx, e))?;
+        if !resp.status().is_success() {
+            let status = resp.status().as_u16();
+            let bytes = resp.bytes().await.unwrap_or_default();
+            return Err(self.answer_error(idx, status, &bytes));
+        }
+        Ok(Box::new(HttpWatch { resp, buf: Vec::new(), store: self.store.clone() }))
+    }
+}
+
+/// A watch over the gateway: newline-delimited `{"result": {...}}` objects.
+struct HttpWatch {
+    resp: reqwest::Response,
+    buf: Vec<u8>,
+    store: String,
+}
+
+#[async_trait]
+impl WatchStream for HttpWatch {
+    async fn next(&mut self, until: Instant) -> Result<Option<Vec<Event>>> {
+        // Bounded by `until`: each turn either parses a buffered line or waits for bytes.
+        loop {
+            if let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=pos).collect();
+                let line = line.trim_ascii();
+                if line.is_empty() {
+                    continue;
+                }
+                let l: JWatchLine = serde_json::from_slice(line)
+                    .map_err(|e| Error::backend(format!("{}: unexpected watch answer: {e}", self.store)))?;
+                if let Some(err) = l.error {
+                    return Err(Error::connection(format!("{}: watch failed: {err}", self.store)));
+                }
+                let Some(res) = l.result else { continue };
+                if res.canceled {
+                    return Err(Error::backend(format!(
+                        "{}: watch canceled: {} (compacted at {})",
+                        self.store, res.cancel_reason, res.compact_revision
+                    )));
+                }
+                if !res.events.is_empty() {
+                    let evs = res
+                        .events
+                        .into_iter()
+                        .map(|e| Event { delete: e.kind == "DELETE", kv: Kv::from(e.kv) })
+                        .collect();
+                    return Ok(Some(evs));
+                }
+                continue;
+            }
+            match tokio::time::timeout_at(until, self.resp.chunk()).await {
+                Err(_) => return Ok(None),
+                Ok(Ok(Some(bytes))) => self.buf.extend_from_slice(&bytes),
+                Ok(Ok(None)) => return Err(Error::connection(format!("{}: the watch stream ended", self.store))),
+                Ok(Err(e)) => return Err(Error::connection(format!("{}: watch stream: {e}", self.store))),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gateway_json_with_defaults_left_out() {
+        // A failed txn: no `succeeded`, a range with no `kvs`.
+        let j: JTxn =
+            serde_json::from_str(r#"{"header":{"revision":"7"},"responses":[{"response_range":{"header":{}}}]}"#)
+                .unwrap();
+        assert!(!j.succeeded);
+        assert_eq!(j.header.revision, 7);
+        let kv: JKv = serde_json::from_str(r#"{"key":"eHg=","create_revision":3,"lease":"12"}"#).unwrap();
+        assert_eq!((kv.key.as_slice(), kv.create_revision, kv.lease, kv.value.len()), (&b"xx"[..], 3, 12, 0));
+        let l: JWatchLine = serde_json::from_str(r#"{"result":{"events":[{"kv":{"key":"eA=="}}]}}"#).unwrap();
+        assert_eq!(l.result.unwrap().events[0].kind, "", "a PUT has no type");
+        assert!(serde_json::from_str::<JKv>(r#"{"key":"!!"}"#).is_err());
+    }
+}

@@ -1,0 +1,699 @@
+//! The lock queue of etcd's `clientv3/concurrency.Mutex` (and `etcdctl lock`), written once
+//! over [`Transport`]: every contender owns one key `NAME/<lease id in hex>` under a
+//! lease, created by a txn guarded on `create_revision == 0`; the holder is the key with
+//! the lowest create revision under `NAME/`; a waiter watches only the deletion of its
+//! immediate predecessor; the fencing token is the holder key's create revision.
+//!
+//! baton adds, in the key's value (etcd's own clients write an empty value and ignore it):
+//! the holder id and the hold count (`0` while waiting), so that re-entry, release and
+//! renewal by holder id work from any process; and the TTL of the key's lease. A waiter's
+//! key lives under a lease of the queue ttl (a vanished waiter is skipped when it ends);
+//! on its grant the key moves to a lease of the hold's length (same key, same create
+//! revision, so etcd's own waiters see nothing change). The last token is also recorded
+//! in `baton/lock/NAME` on grant by promotion and on release, for `inspect`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp};
+use crate::error::{Error, Result};
+use crate::state::{Attempt, Released, Request};
+
+/// How many times one step re-reads after losing a race before giving up.
+const RACES: usize = 64;
+
+/// The keys of one lock name.
+#[derive(Debug, Clone)]
+pub(crate) struct LockKeys {
+    /// `NAME/`: every contender's key is `NAME/<lease hex>`.
+    pub(crate) prefix: Vec<u8>,
+    /// `baton/lock/NAME`: the last token recorded.
+    pub(crate) fence: Vec<u8>,
+}
+
+impl LockKeys {
+    pub(crate) fn new(name: &str) -> LockKeys {
+        LockKeys { prefix: format!("{name}/").into_bytes(), fence: format!("baton/lock/{name}").into_bytes() }
+    }
+
+    /// What identifies one holder's steps on this lock (only its own steps write its key).
+    pub(crate) fn own(&self, holder: &str) -> Vec<u8> {
+        let mut k = self.prefix.clone();
+        k.push(0);
+        k.extend_from_slice(holder.as_bytes());
+        k
+    }
+
+    fn entry_key(&self, lease: i64) -> Vec<u8> {
+        let mut k = self.prefix.clone();
+        // clientv3: fmt.Sprintf("%s%x", pfx, leaseID): lowercase hex, no padding.
+        k.extend_from_slice(format!("{lease:x}").as_bytes());
+        k
+    }
+}
+
+/// What baton keeps in its own queue keys.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct Value {
+    /// The holder id (`{client uuid}:{n}` or the caller's owner id).
+    pub(crate) holder: String,
+    /// Re-entry count; 0 while waiting.
+    pub(crate) count: u32,
+    /// The TTL (seconds) of the lease the key is attached to.
+    pub(crate) ttl: i64,
+}
+
+/// One contender under `NAME/`, oldest first.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) kv: Kv,
+    /// `None` for a key baton did not write (`etcdctl lock`, a Go service).
+    value: Option<Value>,
+}
+
+impl Entry {
+    pub(crate) fn holder(&self) -> Option<&str> {
+        self.value.as_ref().map(|v| v.holder.as_str())
+    }
+
+    /// The name other clients see for this contender.
+    pub(crate) fn owner(&self) -> String {
+        match &self.value {
+            Some(v) => v.holder.clone(),
+            None => format!("etcd:{}", String::from_utf8_lossy(&self.kv.key)),
+        }
+    }
+
+    /// A baton waiter that has not been granted yet.
+    pub(crate) fn waiting(&self) -> bool {
+        self.value.as_ref().is_some_and(|v| v.count == 0)
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.value.as_ref().map_or(1, |v| v.count)
+    }
+
+    fn is(&self, holder: &str) -> bool {
+        self.holder() == Some(holder)
+    }
+}
+
+/// The contenders of a range over `NAME/`: only keys directly under it (`NAME/x/…` is
+/// another lock's), in create-revision order.
+pub(crate) fn entries(keys: &LockKeys, r: &RangeResp) -> Vec<Entry> {
+    let mut out: Vec<Entry> = r
+        .kvs
+        .iter()
+        .filter(|kv| {
+            kv.key.strip_prefix(keys.prefix.as_slice()).is_some_and(|rest| !rest.is_empty() && !rest.contains(&b'/'))
+        })
+        .map(|kv| Entry { value: serde_json::from_slice::<Value>(&kv.value).ok(), kv: kv.clone() })
+        .collect();
+    out.sort_by_key(|e| e.kv.create_revision);
+    out
+}
+
+/// Lease seconds for a length in milliseconds (etcd leases count whole seconds).
+pub(crate) fn secs(ms: u64) -> i64 {
+    i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX).max(1)
+}
+
+pub(crate) fn encode(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+fn raced() -> Error {
+    Error::backend("etcd: too many conflicting updates of one lock queue in a row")
+}
+
+/// One acquire attempt (see `Backend::acquire`).
+pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &LockKeys, req: &Request) -> Result<Attempt> {
+    // A waiter whose predecessor was the holder and just went is most likely granted now:
+    // its hold lease is granted alongside the read, not after it (one round trip less on
+    // every hand-off).
+    let mut spare = None;
+    if req.enqueue && local.settled_waiter(&keys.prefix, &req.holder) {
+        // The attempt just before (the engine re-attempts right after subscribing) found
+        // this waiter behind a predecessor, and the wait that follows watches that
+        // predecessor from the revision of that read: nothing can be missed by not
+        // reading again now.
+        return Ok(Attempt::Busy { retry_ms: None });
+    }
+    if req.enqueue && local.busy_lately(&keys.prefix) && !local.knows(&keys.prefix, &req.holder) {
+        // Another contender of this process read the queue busy a moment ago: queue up
+        // at once (the txn's own read of the queue says where this waiter stands).
+        if let Some(a) = create(t, local, keys, req, false, &mut spare).await? {
+            return Ok(a);
+        }
+    }
+    for _ in 0..RACES {
+        let r = if spare.is_none() && local.take_hint(&keys.prefix, &req.holder) {
+            let (r, l) = tokio::join!(t.range(Range::prefix(&keys.prefix)), t.lease_grant(secs(req.lease_ms)));
+            spare = Some(l?);
+            r?
+        } else {
+            t.range(Range::prefix(&keys.prefix)).await?
+        };
+        let out = step(t, local, keys, req, &r, &mut spare).await;
+        if let Some(l) = spare.take() {
+            // Not used: the lease has no key; ending it is bookkeeping only.
+            t.lease_revoke(l).await?;
+        }
+        if let Some(a) = out? {
+            return Ok(a);
+        }
+    }
+    Err(raced())
+}
+
+/// One try of [`acquire`] on the queue `r`; `None`: raced, read again.
+async fn step(
+    t: &dyn Transport,
+    local: &Local,
+    keys: &LockKeys,
+    req: &Request,
+    r: &RangeResp,
+    spare: &mut Option<i64>,
+) -> Result<Option<Attempt>> {
+    {
+        let es = entries(keys, r);
+        local.saw(keys, &req.holder, &es, r.revision);
+        local.busy(&keys.prefix, !es.is_empty());
+        if let Some(i) = es.iter().position(|e| e.is(&req.holder)) {
+            return own_entry(t, local, keys, req, &es[i], i == 0, spare).await;
+        }
+        if !es.is_empty() && !req.enqueue {
+            return Ok(Some(Attempt::Busy { retry_ms: None }));
+        }
+        create(t, local, keys, req, es.is_empty(), spare).await
+    }
+}
+
+/// An attempt by a holder that already has a key; `None`: raced, read again.
+async fn own_entry(
+    t: &dyn Transport,
+    local: &Local,
+    keys: &LockKeys,
+    req: &Request,
+    e: &Entry,
+    first: bool,
+    spare: &mut Option<i64>,
+) -> Result<Option<Attempt>> {
+    let Some(v) = e.value.clone() else { return Ok(None) };
+    let token = u64::try_from(e.kv.create_revision).unwrap_or(0);
+    if first && v.count > 0 {
+        // Re-entry: same key, same token.
+        let count = v.count.checked_add(1).ok_or_else(|| Error::invalid_argument("hold count overflow"))?;
+        let value = Value { count, ..v };
+        let Some(rev) = put_if_unchanged_rev(t, &e.kv, &value).await? else { return Ok(None) };
+        local.hold(&keys.prefix, &req.holder, Kv { value: encode(&value), mod_revision: rev, ..e.kv.clone() });
+        return Ok(Some(Attempt::Granted { token, count, fresh: false }));
+    }
+    if first {
+        return promote(t, local, keys, req, e, v, spare).await;
+    }
+    if v.count > 0 {
+        // Written as a grant by an attempt that then found an older key: a waiter.
+        if !put_if_unchanged(t, &e.kv, Value { count: 0, ..v }).await? {
+            return Ok(None);
+        }
+    }
+    // Waiting: this attempt refreshes the queue place (unless refreshed lately: a third
+    // of its ttl).
+    if req.enqueue && local.due(&keys.prefix, &req.holder, e.kv.lease, v.ttl) {
+        t.lease_keepalive(e.kv.lease).await?;
+    }
+    Ok(Some(Attempt::Busy { retry_ms: None }))
+}
+
+/// `kv` rewritten with `value` if nobody changed it since it was read.
+async fn put_if_unchanged(t: &dyn Transport, kv: &Kv, value: Value) -> Result<bool> {
+    Ok(put_if_unchanged_rev(t, kv, &value).await?.is_some())
+}
+
+/// [`put_if_unchanged`], returning the key's new mod revision when it wrote.
+async fn put_if_unchanged_rev(t: &dyn Transport, kv: &Kv, value: &Value) -> Result<Option<i64>> {
+    let txn = Txn {
+        compare: vec![Compare::modified(&kv.key, kv.mod_revision)],
+        success: vec![TxnOp::Put { key: kv.key.clone(), value: encode(value), lease: None }],
+        failure: vec![],
+    };
+    let resp = t.txn(txn).await?;
+    Ok(resp.succeeded.then_some(resp.revision))
+}
+
+/// Grants the oldest key, a waiter until now: its key moves to a lease of the hold's
+/// length, keeping its create revision (the token).
+async fn promote(
+    t: &dyn Transport,
+    local: &Local,
+    keys: &LockKeys,
+    req: &Request,
+    e: &Entry,
+    v: Value,
+    spare: &mut Option<i64>,
+) -> Result<Option<Attempt>> {
+    let ttl = secs(req.lease_ms);
+    let token = e.kv.create_revision;
+    let lease = match (v.ttl == ttl, spare.take()) {
+        (true, l) => {
+            *spare = l;
+            None
+        }
+        (false, Some(l)) => Some(l),
+        (false, None) => Some(t.lease_grant(ttl).await?),
+    };
+    let value = Value { count: 1, ttl, ..v };
+    let txn = Txn {
+        compare: vec![Compare::create(&e.kv.key, token)],
+        success: vec![
+            TxnOp::Put { key: e.kv.key.clone(), value: encode(&value), lease },
+            TxnOp::Put { key: keys.fence.clone(), value: token.to_string().into_bytes(), lease: Some(0) },
+        ],
+        failure: vec![],
+    };
+    let resp = t.txn(txn).await?;
+    if !resp.succeeded {
+        // The waiter's lease ended meanwhile: read again (a new key follows).
+        *spare = lease;
+        return Ok(None);
+    }
+    // The queue lease has no key left and runs out on its own (≤ the queue ttl): not
+    // revoking it keeps the hand-off at one write.
+    local.forget(&keys.prefix, &req.holder, e.kv.lease);
+    let kv =
+        Kv { value: encode(&value), mod_revision: resp.revision, lease: lease.unwrap_or(e.kv.lease), ..e.kv.clone() };
+    local.hold(&keys.prefix, &req.holder, kv);
+    Ok(Some(Attempt::Granted { token: u64::try_from(token).unwrap_or(0), count: 1, fresh: true }))
+}
+
+/// Creates the holder's key: under a hold lease when the queue looked empty, else under a
+/// queue lease. `None`: raced, read again.
+async fn create(
+    t: &dyn Transport,
+    local: &Local,
+    keys: &LockKeys,
+    req: &Request,
+    expect_first: bool,
+    spare: &mut Option<i64>,
+) -> Result<Option<Attempt>> {
+    let ttl = secs(if expect_first { req.lease_ms } else { req.queue_ttl_ms });
+    let lease = match spare.take() {
+        Some(l) if expect_first => l,
+        other => {
+            *spare = other;
+            t.lease_grant(ttl).await?
+        }
+    };
+    if !expect_first {
+        // Known before the key exists, so that a `leave_queue` racing this attempt can end it.
+        local.remember(&keys.prefix, &req.holder, lease);
+    }
+    let key = keys.entry_key(lease);
+    let value = Value { holder: req.holder.clone(), count: u32::from(expect_first), ttl };
+    let txn = Txn {
+        compare: vec![Compare::create(&key, 0)],
+        success: vec![
+            TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(lease) },
+            TxnOp::Range(Range::prefix(&keys.prefix)),
+        ],
+        failure: vec![],
+    };
+    let resp = t.txn(txn).await?;
+    if !resp.succeeded {
+        local.forget(&keys.prefix, &req.holder, lease);
+        t.lease_revoke(lease).await?;
+        return Ok(None);
+    }
+    let mine = resp.revision;
+    let es = resp.range(1).map(|r| entries(keys, r)).unwrap_or_default();
+    if es.iter().any(|e| e.is(&req.holder) && e.kv.create_revision < mine) {
+        // This holder already had a key (made elsewhere): keep that one.
+        local.forget(&keys.prefix, &req.holder, lease);
+        t.lease_revoke(lease).await?;
+        return Ok(None);
+    }
+    local.saw(keys, &req.holder, &es, mine);
+    local.busy(&keys.prefix, es.len() > 1);
+    let first = es.first().is_some_and(|e| e.kv.create_revision == mine);
+    match (first, expect_first) {
+        (true, true) => {
+            let kv = Kv { key, value: encode(&value), create_revision: mine, mod_revision: mine, lease };
+            local.hold(&keys.prefix, &req.holder, kv);
+            Ok(Some(Attempt::Granted { token: u64::try_from(mine).unwrap_or(0), count: 1, fresh: true }))
+        }
+        (true, false) => {
+            // The queue emptied between the read and the txn.
+            match es.first() {
+                Some(e) => promote(t, local, keys, req, e, value, spare).await,
+                None => Ok(None),
+            }
+        }
+        (false, true) => {
+            // Someone got in between the read and the txn.
+            let kv = es.iter().find(|e| e.kv.create_revision == mine).map(|e| e.kv.clone());
+            if !req.enqueue {
+                delete_entry(t, &key, mine, lease).await?;
+            } else if let Some(kv) = kv {
+                // Stays as a waiter (under the hold lease until its grant moves it).
+                local.remember(&keys.prefix, &req.holder, lease);
+                put_if_unchanged(t, &kv, Value { count: 0, ..value }).await?;
+            }
+            Ok(Some(Attempt::Busy { retry_ms: None }))
+        }
+        (false, false) => Ok(Some(Attempt::Busy { retry_ms: None })),
+    }
+}
+
+async fn delete_entry(t: &dyn Transport, key: &[u8], create_rev: i64, lease: i64) -> Result<bool> {
+    let txn = Txn {
+        compare: vec![Compare::create(key, create_rev)],
+        success: vec![TxnOp::Delete { key: key.to_vec() }],
+        failure: vec![],
+    };
+    let ok = t.txn(txn).await?.succeeded;
+    if lease != 0 {
+        t.lease_revoke(lease).await?;
+    }
+    Ok(ok)
+}
+
+/// The holder's granted key, if it holds the lock.
+async fn held(t: &dyn Transport, keys: &LockKeys, holder: &str) -> Result<Option<Entry>> {
+    let r = t.range(Range::prefix(&keys.prefix)).await?;
+    let es = entries(keys, &r);
+    Ok(es.into_iter().enumerate().find(|(i, e)| *i == 0 && e.is(holder) && e.count() > 0).map(|(_, e)| e))
+}
+
+/// Keeps the holder's lease alive for `lease_ms` more (a different length moves the key
+/// to a new lease); false when it holds nothing.
+pub(crate) async fn renew(
+    t: &dyn Transport,
+    local: &Local,
+    keys: &LockKeys,
+    holder: &str,
+    lease_ms: u64,
+) -> Result<bool> {
+    let ttl = secs(lease_ms);
+    if let Some(kv) = local.known_hold(&keys.prefix, holder)
+        && serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| v.ttl == ttl)
+    {
+        // The grant this process made: its lease is the hold.
+        return Ok(t.lease_keepalive(kv.lease).await? > 0);
+    }
+    let Some(e) = held(t, keys, holder).await? else { return Ok(false) };
+    let Some(v) = e.value.clone() else { return Ok(false) };
+    if v.ttl == ttl {
+        return Ok(t.lease_keepalive(e.kv.lease).await? > 0);
+    }
+    let lease = t.lease_grant(ttl).await?;
+    let txn = Txn {
+        compare: vec![
+            Compare::create(&e.kv.key, e.kv.create_revision),
+            Compare::modified(&e.kv.key, e.kv.mod_revision),
+        ],
+        success: vec![TxnOp::Put {
+            key: e.kv.key.clone(),
+            value: encode(&Value { ttl, ..v.clone() }),
+            lease: Some(lease),
+        }],
+        failure: vec![],
+    };
+    let resp = t.txn(txn).await?;
+    if resp.succeeded {
+        let kv = Kv { value: encode(&Value { ttl, ..v }), mod_revision: resp.revision, lease, ..e.kv.clone() };
+        local.hold(&keys.prefix, holder, kv);
+    }
+    t.lease_revoke(if resp.succeeded { e.kv.lease } else { lease }).await?;
+    Ok(resp.succeeded)
+}
+
+/// Gives back `count` holds (`u32::MAX`: all).
+pub(crate) async fn release(
+    t: &dyn Transport,
+    local: &Local,
+    keys: &LockKeys,
+    holder: &str,
+    count: u32,
+) -> Result<Released> {
+    // First from what this process knows of its grant (no read); then from a read.
+    let mut known = local.take_hold(&keys.prefix, holder);
+    for _ in 0..RACES {
+        let e = match known.take() {
+            Some(kv) => Entry { value: serde_json::from_slice::<Value>(&kv.value).ok(), kv },
+            None => match held(t, keys, holder).await? {
+                Some(e) => e,
+                None => return Ok(Released::NotHeld),
+            },
+        };
+        let Some(v) = e.value.clone() else { return Ok(Released::NotHeld) };
+        if count != u32::MAX && count < v.count {
+            let left = v.count - count;
+            let value = Value { count: left, ..v };
+            if let Some(rev) = put_if_unchanged_rev(t, &e.kv, &value).await? {
+                local.hold(&keys.prefix, holder, Kv { value: encode(&value), mod_revision: rev, ..e.kv });
+                return Ok(Released::StillHeld(left));
+            }
+            continue;
+        }
+        let txn = Txn {
+            compare: vec![Compare::modified(&e.kv.key, e.kv.mod_revision)],
+            success: vec![
+                TxnOp::Delete { key: e.kv.key.clone() },
+                TxnOp::Put {
+                    key: keys.fence.clone(),
+                    value: e.kv.create_revision.to_string().into_bytes(),
+                    lease: Some(0),
+                },
+            ],
+            failure: vec![],
+        };
+        if t.txn(txn).await?.succeeded {
+            // The hold's lease has no key left and simply runs out: not revoking it keeps
+            // a release at one round trip.
+            return Ok(Released::Freed);
+        }
+    }
+    Err(raced())
+}
+
+/// Removes the holder's waiting keys: each is alone on the lease it was created with,
+/// which this process remembers, so revoking that lease deletes it (one call, no read).
+pub(crate) async fn leave_queue(t: &dyn Transport, local: &Local, keys: &LockKeys, holder: &str) -> Result<()> {
+    local.last_seen(&keys.prefix, holder);
+    for lease in local.take(&keys.prefix, holder) {
+        t.lease_revoke(lease).await?;
+    }
+    Ok(())
+}
+
+/// The queue leases this process created, by lock and holder, with when each was last
+/// refreshed.
+#[derive(Debug, Default)]
+#[allow(clippy::type_complexity)]
+pub(crate) struct Local {
+    waiting: Mutex<HashMap<(Vec<u8>, String), Vec<(i64, Instant)>>>,
+    /// The keys of the grants this process made, as last written.
+    held: Mutex<HashMap<(Vec<u8>, String), Kv>>,
+    /// Waiters whose predecessor, the holder, just went.
+    hints: Mutex<std::collections::HashSet<(Vec<u8>, String)>>,
+    /// Each waiter's predecessor as its last attempt read it.
+    seen: Mutex<HashMap<(Vec<u8>, String), (Vec<u8>, i64, bool)>>,
+    /// When a read last found each queue busy.
+    busy: Mutex<HashMap<Vec<u8>, Instant>>,
+}
+
+impl Local {
+    fn hold(&self, prefix: &[u8], holder: &str, kv: Kv) {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).insert((prefix.to_vec(), holder.to_owned()), kv);
+    }
+
+    fn take_hold(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).remove(&(prefix.to_vec(), holder.to_owned()))
+    }
+
+    fn known_hold(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).get(&(prefix.to_vec(), holder.to_owned())).cloned()
+    }
+
+    /// Notes where `holder` stood in the queue `es` read at `revision`, for its next wait.
+    fn saw(&self, keys: &LockKeys, holder: &str, es: &[Entry], revision: i64) {
+        let pred = match es.iter().position(|e| e.is(holder)) {
+            Some(i) if i > 0 => Some((es[i - 1].kv.key.clone(), revision, i == 1)),
+            _ => None,
+        };
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let k = (keys.prefix.clone(), holder.to_owned());
+        match pred {
+            Some(p) => seen.insert(k, p),
+            None => seen.remove(&k),
+        };
+    }
+
+    /// Where the last attempt of `holder` saw it stand (its predecessor, the revision of
+    /// that read, whether the predecessor is the head); taken once.
+    pub(crate) fn last_seen(&self, prefix: &[u8], holder: &str) -> Option<(Vec<u8>, i64, bool)> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).remove(&(prefix.to_vec(), holder.to_owned()))
+    }
+
+    fn busy(&self, prefix: &[u8], busy: bool) {
+        let mut m = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        if busy {
+            m.insert(prefix.to_vec(), Instant::now());
+        } else {
+            m.remove(prefix);
+        }
+    }
+
+    /// Whether a read found the queue busy within the last 100 ms.
+    fn busy_lately(&self, prefix: &[u8]) -> bool {
+        let m = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(prefix).is_some_and(|at| at.elapsed() < Duration::from_millis(100))
+    }
+
+    /// Whether this process knows of a key of `holder` (waiting or granted).
+    fn knows(&self, prefix: &[u8], holder: &str) -> bool {
+        let k = (prefix.to_vec(), holder.to_owned());
+        self.with(|m| m.contains_key(&k)) || self.held.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&k)
+    }
+
+    /// A waiter whose last attempt found it behind a predecessor, not yet waited on, with
+    /// a queue place that needs no refresh yet.
+    fn settled_waiter(&self, prefix: &[u8], holder: &str) -> bool {
+        let k = (prefix.to_vec(), holder.to_owned());
+        if !self.seen.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&k) {
+            return false;
+        }
+        self.with(|m| m.get(&k).and_then(|v| v.last()).is_some_and(|(_, at)| at.elapsed() < Duration::from_millis(500)))
+    }
+
+    /// Notes that `holder`'s predecessor was the holder and went.
+    pub(crate) fn hint(&self, prefix: &[u8], holder: &str) {
+        self.hints.lock().unwrap_or_else(|p| p.into_inner()).insert((prefix.to_vec(), holder.to_owned()));
+    }
+
+    fn take_hint(&self, prefix: &[u8], holder: &str) -> bool {
+        self.hints.lock().unwrap_or_else(|p| p.into_inner()).remove(&(prefix.to_vec(), holder.to_owned()))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<(Vec<u8>, String), Vec<(i64, Instant)>>) -> R) -> R {
+        f(&mut self.waiting.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn remember(&self, prefix: &[u8], holder: &str, lease: i64) {
+        self.with(|m| m.entry((prefix.to_vec(), holder.to_owned())).or_default().push((lease, Instant::now())));
+    }
+
+    fn forget(&self, prefix: &[u8], holder: &str, lease: i64) {
+        self.with(|m| {
+            let k = (prefix.to_vec(), holder.to_owned());
+            if let Some(v) = m.get_mut(&k) {
+                v.retain(|(l, _)| *l != lease);
+                if v.is_empty() {
+                    m.remove(&k);
+                }
+            }
+        });
+    }
+
+    fn take(&self, prefix: &[u8], holder: &str) -> Vec<i64> {
+        self.with(|m| m.remove(&(prefix.to_vec(), holder.to_owned())))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect()
+    }
+
+    /// Whether `lease` (of `ttl_s` seconds) is due for a keep-alive; marks it refreshed.
+    fn due(&self, prefix: &[u8], holder: &str, lease: i64, ttl_s: i64) -> bool {
+        let third = Duration::from_millis(u64::try_from(ttl_s).unwrap_or(1).saturating_mul(1000) / 3);
+        self.with(|m| {
+            let Some(v) = m.get_mut(&(prefix.to_vec(), holder.to_owned())) else { return true };
+            match v.iter_mut().find(|(l, _)| *l == lease) {
+                Some((_, at)) if at.elapsed() < third => false,
+                Some((_, at)) => {
+                    *at = Instant::now();
+                    true
+                }
+                None => true,
+            }
+        })
+    }
+}
+
+/// The contenders and the recorded last token, in one read.
+pub(crate) async fn read(t: &dyn Transport, keys: &LockKeys) -> Result<(Vec<Entry>, u64)> {
+    let txn = Txn {
+        compare: vec![],
+        success: vec![TxnOp::Range(Range::prefix(&keys.prefix)), TxnOp::Range(Range::key(&keys.fence))],
+        failure: vec![],
+    };
+    let resp = t.txn(txn).await?;
+    let es = resp.range(0).map(|r| entries(keys, r)).unwrap_or_default();
+    let fence = resp
+        .range(1)
+        .and_then(|r| r.kvs.first())
+        .and_then(|kv| std::str::from_utf8(&kv.value).ok()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    Ok((es, fence))
+}
+
+/// Where a waiter stands: `None` when it is at the head (or has no key), else the key of
+/// its immediate predecessor, the revision the read saw, and whether that predecessor is
+/// the head.
+pub(crate) async fn predecessor(
+    t: &dyn Transport,
+    keys: &LockKeys,
+    holder: &str,
+) -> Result<Option<(Vec<u8>, i64, bool)>> {
+    let r = t.range(Range::prefix(&keys.prefix)).await?;
+    let es = entries(keys, &r);
+    let pred = match es.iter().position(|e| e.is(holder)) {
+        Some(0) => None,
+        Some(i) => Some((es[i - 1].kv.key.clone(), i == 1)),
+        // No key of its own (a `try` attempt): the newest contender.
+        None => es.last().map(|e| (e.kv.key.clone(), es.len() == 1)),
+    };
+    Ok(pred.map(|(k, head)| (k, r.revision, head)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(key: &str, rev: i64, value: &str) -> Kv {
+        Kv { key: key.into(), value: value.into(), create_revision: rev, mod_revision: rev, lease: 1 }
+    }
+
+    #[test]
+    fn entries_are_direct_children_in_revision_order() {
+        let keys = LockKeys::new("a");
+        let r = RangeResp {
+            revision: 9,
+            kvs: vec![
+                kv("a/2", 5, ""),
+                kv("a/b/3", 2, ""),
+                kv("a/1", 3, r#"{"holder":"h","count":0,"ttl":5}"#),
+                kv("a/", 1, ""),
+            ],
+        };
+        let es = entries(&keys, &r);
+        assert_eq!(es.iter().map(|e| e.kv.create_revision).collect::<Vec<_>>(), vec![3, 5]);
+        assert!(es[0].waiting() && es[0].is("h"));
+        assert_eq!(es[1].owner(), "etcd:a/2");
+        assert!(!es[1].waiting());
+    }
+
+    #[test]
+    fn lease_seconds_round_up() {
+        assert_eq!(secs(0), 1);
+        assert_eq!(secs(1), 1);
+        assert_eq!(secs(1000), 1);
+        assert_eq!(secs(1001), 2);
+        assert_eq!(secs(u64::MAX), i64::try_from(u64::MAX.div_ceil(1000)).unwrap());
+        assert_eq!(LockKeys::new("x").entry_key(0x694d_8a1c_2b3f), b"x/694d8a1c2b3f".to_vec());
+    }
+}

@@ -1,0 +1,686 @@
+//! `etcd://h1:2379,h2:2379` (gRPC) and `etcd+http://h1:2379` (the JSON gateway): one
+//! store over either transport (docs/etcd-layout.md lists every key).
+//!
+//! - `Lock` and `FairLock` are etcd's own `clientv3/concurrency.Mutex` queue (`lock`):
+//!   `NAME/<lease hex>` keys, the lowest create revision holds, each waiter watches its
+//!   predecessor, the token is the create revision, leases are etcd leases (the server's
+//!   clock). `etcdctl lock NAME` and Go services contend on the same locks.
+//! - `RwLock`, `Semaphore`, `PermitSemaphore` and `CountDownLatch`, which etcd has no
+//!   recipe for that baton could share, keep the state machine of `crate::state` as one
+//!   JSON value per name (`baton/<kind>/<name>`), rewritten by a txn guarded on its mod
+//!   revision and retried on conflict; waiters watch `baton/wake/<kind>/<name>`, which a
+//!   write touches only when it may let a waiter in. etcd has no clock to read, so the
+//!   leases of these kinds are measured on the clients' wall clocks (see the doc).
+
+mod lock;
+mod proto;
+mod txnlock;
+
+#[cfg(feature = "etcd")]
+mod grpc;
+#[cfg(feature = "etcd-http")]
+mod http;
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use self::lock::LockKeys;
+use self::proto::{Compare, Range, Transport, Txn, TxnOp, WatchStream};
+use self::txnlock::TxnKeys;
+use super::stateful::{Op, StateStore};
+use super::{Backend, COMMON_OPTIONS, Family, Key, Subscription};
+use crate::FencingToken;
+use crate::error::{Error, Result};
+use crate::inspect::{Holder, Inspection};
+use crate::state::{self, Attempt, KeyState, Released, Request};
+use crate::url::StoreUrl;
+
+/// Options of the etcd schemes besides the common ones.
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "scheme"];
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const DEFAULT_PORT: u16 = 2379;
+/// How many times a state update re-reads after a conflicting write before giving up.
+const STATE_RACES: u32 = 64;
+
+/// The etcd store of one client.
+pub(crate) struct Etcd {
+    t: Arc<dyn Transport>,
+    /// `?scheme=txn`: locks are the seeds' bare-key try-lock instead of the queue.
+    txn_scheme: bool,
+    local: Arc<lock::Local>,
+    state: EtcdState,
+    steps: Steps,
+}
+
+/// One step at a time per name (per holder of a lock) in this process, over every client of one etcd: steps
+/// are optimistic (a txn guarded on revisions, retried when another writer got in
+/// between), and contenders of one process would otherwise mostly race each other.
+#[derive(Debug, Clone)]
+struct Steps {
+    store: String,
+}
+
+/// A state update waiting for its turn; whoever gets the turn runs every waiting update
+/// of the name in one read-modify-write (group commit).
+type AnyOp = Box<dyn Fn(&mut KeyState, u64) -> Box<dyn Any + Send> + Send + Sync>;
+
+struct Pending {
+    op: AnyOp,
+    tx: oneshot::Sender<Result<Box<dyn Any + Send>>>,
+}
+
+/// The turn of one name, and the updates waiting for it.
+#[derive(Default)]
+struct Turn {
+    step: Arc<tokio::sync::Mutex<()>>,
+    pending: Mutex<Vec<Pending>>,
+}
+
+impl Steps {
+    fn turn(&self, key: &[u8]) -> Arc<Turn> {
+        type Reg = Mutex<HashMap<(String, Vec<u8>), Weak<Turn>>>;
+        static REG: OnceLock<Reg> = OnceLock::new();
+        let mut reg = REG.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+        let id = (self.store.clone(), key.to_vec());
+        match reg.get(&id).and_then(Weak::upgrade) {
+            Some(m) => m,
+            None => {
+                reg.retain(|_, w| w.strong_count() > 0);
+                let m = Arc::new(Turn::default());
+                reg.insert(id, Arc::downgrade(&m));
+                m
+            }
+        }
+    }
+
+    /// Waits for the turn of `key`; the turn lasts as long as the returned guard (which
+    /// also keeps the registry entry, and so the mutex, alive).
+    async fn lock(&self, key: &[u8]) -> (tokio::sync::OwnedMutexGuard<()>, Arc<Turn>) {
+        let turn = self.turn(key);
+        (turn.step.clone().lock_owned().await, turn)
+    }
+}
+
+impl std::fmt::Debug for Etcd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Etcd").field("transport", &self.t).finish_non_exhaustive()
+    }
+}
+
+fn parse_duration(url: &StoreUrl, name: &str, default: Duration) -> Result<Duration> {
+    match url.option(name) {
+        None => Ok(default),
+        Some(v) => crate::duration::parse(v)
+            .and_then(|d| crate::duration::validate(name, d))
+            .map_err(|e| Error::invalid_argument(format!("option `{name}` of {url}: {}", e.message()))),
+    }
+}
+
+/// `host[:port]` or `[v6]:port` entries (default 127.0.0.1:2379), checked.
+fn parse_endpoints(url: &StoreUrl) -> Result<Vec<String>> {
+    let hosts = url.host_list();
+    if hosts.is_empty() {
+        return Ok(vec![format!("127.0.0.1:{DEFAULT_PORT}")]);
+    }
+    hosts
+        .into_iter()
+        .map(|h| {
+            let bad = || Error::invalid_url(format!("`{h}` in {url} is not host:port"));
+            let (host, port) = if let Some(rest) = h.strip_prefix('[') {
+                let (v6, after) = rest.split_once(']').ok_or_else(bad)?;
+                let port = match after.strip_prefix(':') {
+                    Some(p) => Some(p),
+                    None if after.is_empty() => None,
+                    None => return Err(bad()),
+                };
+                (format!("[{v6}]"), port)
+            } else {
+                match h.rsplit_once(':') {
+                    Some((host, port)) => (host.to_owned(), Some(port)),
+                    None => (h.to_owned(), None),
+                }
+            };
+            if host.is_empty() || host.contains(['/', '@', ' ']) {
+                return Err(bad());
+            }
+            let port = match port {
+                None => DEFAULT_PORT,
+                Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(bad)?,
+            };
+            Ok(format!("{host}:{port}"))
+        })
+        .collect()
+}
+
+impl Etcd {
+    pub(crate) async fn open(url: &StoreUrl) -> Result<Etcd> {
+        let mut known = COMMON_OPTIONS.to_vec();
+        known.extend_from_slice(OPTIONS);
+        url.check_options(&known)?;
+        if !url.path().is_empty() && url.path() != "/" {
+            return Err(Error::invalid_url(format!("etcd URLs take no path: {url}")));
+        }
+        let txn_scheme = match url.option("scheme") {
+            None | Some("queue") => false,
+            Some("txn") => true,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "option `scheme` of {url}: `{other}` is not an etcd lock scheme (queue: etcd's concurrency.Mutex, \
+                     the default; txn: the bare-key try-lock)"
+                )));
+            }
+        };
+        let endpoints = parse_endpoints(url)?;
+        let timeout = parse_duration(url, "timeout", DEFAULT_TIMEOUT)?;
+        let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
+        let auth =
+            url.user().filter(|u| !u.is_empty()).map(|u| (u.to_owned(), url.password().unwrap_or("").to_owned()));
+        let store = format!("etcd {url}");
+        let t: Arc<dyn Transport> = match url.scheme() {
+            #[cfg(feature = "etcd-http")]
+            "etcd+http" => Arc::new(http::Http::connect(endpoints, store, timeout, connect_timeout, auth).await?),
+            #[cfg(feature = "etcd")]
+            "etcd" => Arc::new(grpc::Grpc::connect(endpoints, store, timeout, connect_timeout, auth).await?),
+            s => {
+                let _ = (endpoints, store, timeout, connect_timeout, auth);
+                return Err(Error::unsupported(format!("`{s}://` is not available in this build of baton")));
+            }
+        };
+        let steps = Steps { store: parse_endpoints(url)?.join(",") };
+        Ok(Etcd {
+            state: EtcdState { t: t.clone(), steps: steps.clone() },
+            t,
+            txn_scheme,
+            steps,
+            local: Arc::default(),
+        })
+    }
+
+    async fn txn_inspect(&self, key: &Key) -> Result<Inspection> {
+        let (holder, fence) = txnlock::read(&*self.t, &TxnKeys::new(&key.name)).await?;
+        let holders: Vec<Holder> = holder
+            .map(|(owner, count, token)| Holder {
+                owner,
+                mode: "exclusive",
+                count,
+                token: FencingToken::new(token),
+                lease_left: None,
+            })
+            .into_iter()
+            .collect();
+        let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
+        Ok(Inspection {
+            name: key.name.clone(),
+            kind: key.family.as_str(),
+            holders,
+            waiters: Vec::new(),
+            last_token: (last > 0).then_some(FencingToken::new(last)),
+            count: 0,
+        })
+    }
+
+    async fn lock_inspect(&self, key: &Key) -> Result<Inspection> {
+        let (es, fence) = lock::read(&*self.t, &LockKeys::new(&key.name)).await?;
+        let head = es.first().filter(|e| !e.waiting());
+        let holders: Vec<Holder> = head
+            .map(|e| Holder {
+                owner: e.owner(),
+                mode: "exclusive",
+                count: e.count(),
+                token: FencingToken::new(u64::try_from(e.kv.create_revision).unwrap_or(0)),
+                // etcd reports whole seconds: the engine's own deadline is more precise.
+                lease_left: None,
+            })
+            .into_iter()
+            .collect();
+        let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
+        Ok(Inspection {
+            name: key.name.clone(),
+            kind: key.family.as_str(),
+            waiters: es.iter().skip(holders.len()).map(|e| e.owner()).collect(),
+            holders,
+            last_token: (last > 0).then_some(FencingToken::new(last)),
+            count: 0,
+        })
+    }
+}
+
+#[async_trait]
+impl Backend for Etcd {
+    async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        match key.family {
+            Family::Lock if self.txn_scheme => {
+                let keys = TxnKeys::new(&key.name);
+                let _one = self.steps.lock(&keys.own(&req.holder)).await;
+                txnlock::acquire(&*self.t, &keys, req).await
+            }
+            Family::Lock => {
+                let keys = LockKeys::new(&key.name);
+                let _one = self.steps.lock(&keys.own(&req.holder)).await;
+                lock::acquire(&*self.t, &self.local, &keys, req).await
+            }
+            _ => Backend::acquire(&self.state, key, req).await,
+        }
+    }
+
+    async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
+        match key.family {
+            Family::Lock if self.txn_scheme => {
+                let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+                let keys = TxnKeys::new(&key.name);
+                let _one = self.steps.lock(&keys.own(holder)).await;
+                txnlock::renew(&*self.t, &keys, holder, ms).await
+            }
+            Family::Lock => {
+                let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+                let keys = LockKeys::new(&key.name);
+                let _one = self.steps.lock(&keys.own(holder)).await;
+                lock::renew(&*self.t, &self.local, &keys, holder, ms).await
+            }
+            _ => Backend::renew(&self.state, key, holder, lease).await,
+        }
+    }
+
+    /// Every renewal of the batch at once (keep-alives are independent calls), so a batch
+    /// costs about one round trip, not one per lease.
+    async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
+        let all = futures_util::future::join_all(items.iter().map(|(k, h)| self.renew(k, h, lease))).await;
+        all.into_iter().collect()
+    }
+
+    async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
+        match key.family {
+            Family::Lock if self.txn_scheme => {
+                txnlock::release(&*self.t, &TxnKeys::new(&key.name), holder, count).await
+            }
+            Family::Lock => {
+                let keys = LockKeys::new(&key.name);
+                let _one = self.steps.lock(&keys.own(holder)).await;
+                lock::release(&*self.t, &self.local, &keys, holder, count).await
+            }
+            _ => Backend::release(&self.state, key, holder, count).await,
+        }
+    }
+
+    async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
+        match key.family {
+            // No queue places in the txn scheme.
+            Family::Lock if self.txn_scheme => Ok(()),
+            // Not one step at a time: it only revokes the waiter's own leases.
+            Family::Lock => {
+                let keys = LockKeys::new(&key.name);
+                let _ = &self.steps;
+                lock::leave_queue(&*self.t, &self.local, &keys, holder).await
+            }
+            _ => Backend::leave_queue(&self.state, key, holder).await,
+        }
+    }
+
+    fn queues_locks(&self) -> bool {
+        !self.txn_scheme
+    }
+
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        match key.family {
+            Family::Lock if self.txn_scheme => {
+                Ok(Box::new(KeySub::start(self.t.clone(), &TxnKeys::new(&key.name).key).await?))
+            }
+            Family::Lock => Ok(Box::new(LockSub {
+                t: self.t.clone(),
+                keys: LockKeys::new(&key.name),
+                holder: None,
+                local: self.local.clone(),
+                watch: None,
+            })),
+            _ => StateStore::subscribe(&self.state, key).await,
+        }
+    }
+
+    async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
+        match key.family {
+            Family::Lock if self.txn_scheme => Backend::subscribe(self, key).await,
+            Family::Lock => Ok(Box::new(LockSub {
+                t: self.t.clone(),
+                keys: LockKeys::new(&key.name),
+                holder: Some(req.holder.clone()),
+                local: self.local.clone(),
+                watch: None,
+            })),
+            _ => StateStore::subscribe(&self.state, key).await,
+        }
+    }
+
+    async fn inspect(&self, key: &Key) -> Result<Inspection> {
+        match key.family {
+            Family::Lock if self.txn_scheme => self.txn_inspect(key).await,
+            Family::Lock => self.lock_inspect(key).await,
+            _ => Backend::inspect(&self.state, key).await,
+        }
+    }
+
+    async fn latch_try_set(&self, key: &Key, count: u64) -> Result<bool> {
+        Backend::latch_try_set(&self.state, key, count).await
+    }
+
+    async fn latch_count_down(&self, key: &Key) -> Result<u64> {
+        Backend::latch_count_down(&self.state, key).await
+    }
+
+    async fn latch_count(&self, key: &Key) -> Result<u64> {
+        Backend::latch_count(&self.state, key).await
+    }
+
+    async fn close(&self) {
+        self.t.close().await;
+    }
+}
+
+/// Sleeps a little after a failed watch (the engine re-checks on return anyway).
+async fn pause(until: Instant) {
+    tokio::time::sleep_until(until.min(Instant::now() + Duration::from_millis(100))).await;
+}
+
+/// A lock waiter's subscription: each wait reads the queue and watches the deletion of
+/// the waiter's immediate predecessor only (no herd), from the revision it read.
+struct LockSub {
+    t: Arc<dyn Transport>,
+    keys: LockKeys,
+    /// The waiter; `None`: any deletion under the prefix.
+    holder: Option<String>,
+    local: Arc<lock::Local>,
+    /// The watch of the last wait and what it watches: kept while the predecessor stays
+    /// the same (a re-check after a quiet second reuses it instead of opening another).
+    watch: Option<(Vec<u8>, Box<dyn WatchStream>)>,
+}
+
+impl LockSub {
+    async fn wait(&mut self, until: Instant) -> Result<()> {
+        let mut head = false;
+        let (range, after) = match &self.holder {
+            // The engine's attempt just before this wait read the queue: watching from
+            // that read's revision misses nothing, and saves a read.
+            Some(h) => match self.local.last_seen(&self.keys.prefix, h) {
+                Some((key, rev, is_head)) => {
+                    head = is_head;
+                    (Range::key(&key), rev)
+                }
+                None => match lock::predecessor(&*self.t, &self.keys, h).await? {
+                    None => return Ok(()),
+                    Some((key, rev, is_head)) => {
+                        head = is_head;
+                        (Range::key(&key), rev)
+                    }
+                },
+            },
+            None => {
+                let r = self.t.range(Range::prefix(&self.keys.prefix)).await?;
+                if lock::entries(&self.keys, &r).is_empty() {
+                    return Ok(());
+                }
+                let mut range = Range::prefix(&self.keys.prefix);
+                range.by_create = false;
+                (range, r.revision)
+            }
+        };
+        // A watch of the same key opened earlier started from an earlier revision, so it
+        // holds every event since; a key never comes back once deleted (lease ids are
+        // unique), so its deletion cannot be older than this read.
+        let mut w = match self.watch.take() {
+            Some((k, w)) if k == range.key && range.range_end.is_none() => w,
+            _ => self.t.watch(range.clone(), after).await?,
+        };
+        // Bounded by `until`; each turn is one batch of events.
+        loop {
+            match w.next(until).await? {
+                None => {
+                    if range.range_end.is_none() {
+                        self.watch = Some((range.key, w));
+                    }
+                    return Ok(());
+                }
+                Some(evs) if evs.iter().any(|e| e.delete) => {
+                    if let (true, Some(h)) = (head, &self.holder) {
+                        self.local.hint(&self.keys.prefix, h);
+                    }
+                    return Ok(());
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Subscription for LockSub {
+    async fn changed(&mut self, until: Instant) -> Result<()> {
+        if self.wait(until).await.is_err() {
+            pause(until).await;
+        }
+        Ok(())
+    }
+}
+
+/// Watches one key (`?scheme=txn`: the lock key) from the revision read at subscribe
+/// time; any deletion wakes.
+struct KeySub {
+    t: Arc<dyn Transport>,
+    key: Vec<u8>,
+    rev: i64,
+    stream: Option<Box<dyn WatchStream>>,
+}
+
+impl KeySub {
+    async fn start(t: Arc<dyn Transport>, key: &[u8]) -> Result<KeySub> {
+        let rev = t.range(Range::key(key)).await?.revision;
+        Ok(KeySub { t, key: key.to_vec(), rev, stream: None })
+    }
+}
+
+#[async_trait]
+impl Subscription for KeySub {
+    async fn changed(&mut self, until: Instant) -> Result<()> {
+        if self.stream.is_none() {
+            match self.t.watch(Range::key(&self.key), self.rev).await {
+                Ok(s) => self.stream = Some(s),
+                Err(_) => {
+                    pause(until).await;
+                    return Ok(());
+                }
+            }
+        }
+        let Some(stream) = self.stream.as_mut() else { return Ok(()) };
+        // Bounded by `until`: one batch of events per turn.
+        loop {
+            match stream.next(until).await {
+                Ok(Some(evs)) => {
+                    self.rev = evs.iter().map(|e| e.kv.mod_revision).max().unwrap_or(self.rev).max(self.rev);
+                    if evs.iter().any(|e| e.delete) {
+                        return Ok(());
+                    }
+                }
+                Ok(None) => return Ok(()),
+                Err(_) => {
+                    self.stream = None;
+                    pause(until).await;
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// The state-machine kinds: one JSON value per name.
+#[derive(Debug)]
+pub(crate) struct EtcdState {
+    t: Arc<dyn Transport>,
+    steps: Steps,
+}
+
+fn state_key(key: &Key) -> Vec<u8> {
+    format!("baton/{}/{}", key.family.as_str(), key.name).into_bytes()
+}
+
+fn wake_key(key: &Key) -> Vec<u8> {
+    format!("baton/wake/{}/{}", key.family.as_str(), key.name).into_bytes()
+}
+
+/// The clients' wall clock in milliseconds (etcd has no clock to read; see the module doc).
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[async_trait]
+impl StateStore for EtcdState {
+    async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
+        let turn = self.steps.turn(&state_key(key));
+        let (tx, rx) = oneshot::channel();
+        let op = Box::new(move |s: &mut KeyState, now: u64| Box::new(f(s, now)) as Box<dyn Any + Send>);
+        turn.pending.lock().unwrap_or_else(|p| p.into_inner()).push(Pending { op, tx });
+        let guard = turn.step.clone().lock_owned().await;
+        let batch = std::mem::take(&mut *turn.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        if batch.is_empty() {
+            // An earlier turn ran this update with its own.
+            drop(guard);
+        } else {
+            // In a task of its own: a caller that goes away must not strand the updates
+            // of the others in its batch.
+            let (t, key) = (self.t.clone(), key.clone());
+            tokio::spawn(async move {
+                let out = run_batch(&*t, &key, &batch).await;
+                drop(guard);
+                drop(turn);
+                match out {
+                    Ok(outs) => {
+                        for (p, o) in batch.into_iter().zip(outs) {
+                            let _ = p.tx.send(Ok(o));
+                        }
+                    }
+                    Err(e) => {
+                        for p in batch {
+                            let _ = p.tx.send(Err(e.clone()));
+                        }
+                    }
+                }
+            });
+        }
+        let out = rx.await.map_err(|_| Error::backend("etcd: internal error: a state update was dropped"))??;
+        out.downcast::<R>().map(|b| *b).map_err(|_| Error::backend("etcd: internal error: wrong update result"))
+    }
+
+    async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
+        Ok((load(&*self.t, key).await?.0, now_ms()))
+    }
+
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        let wake = wake_key(key);
+        let rev = self.t.range(Range::key(&wake)).await?.revision;
+        Ok(Box::new(StateSub { t: self.t.clone(), wake, rev, stream: None }))
+    }
+
+    async fn close(&self) {}
+}
+
+/// Runs `batch` in order on one read of the state and writes the result back in one txn
+/// guarded on the state's mod revision; on a conflicting write, reads and runs again.
+async fn run_batch(t: &dyn Transport, key: &Key, batch: &[Pending]) -> Result<Vec<Box<dyn Any + Send>>> {
+    let (skey, wkey) = (state_key(key), wake_key(key));
+    for attempt in 0..STATE_RACES {
+        let (mut s, rev) = load(t, key).await?;
+        let before = s.clone();
+        let now = now_ms();
+        let mut frees = false;
+        let mut outs = Vec::with_capacity(batch.len());
+        for p in batch {
+            let step_before = s.clone();
+            outs.push((p.op)(&mut s, now));
+            frees |= state::frees(&step_before, &s);
+        }
+        if s == before {
+            return Ok(outs);
+        }
+        let value = serde_json::to_vec(&s).map_err(|e| Error::backend(format!("etcd: {e}")))?;
+        let mut success = vec![TxnOp::Put { key: skey.clone(), value, lease: Some(0) }];
+        if frees {
+            success.push(TxnOp::Put { key: wkey.clone(), value: Vec::new(), lease: Some(0) });
+        }
+        let txn = Txn { compare: vec![Compare::modified(&skey, rev)], success, failure: vec![] };
+        if t.txn(txn).await?.succeeded {
+            return Ok(outs);
+        }
+        // Another process wrote in between: read again after a short, jittered pause.
+        let ms = rand::random_range(0..=u64::from(attempt.min(20)) + 1);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    Err(Error::backend(format!("etcd: too many conflicting updates of {key} in a row")))
+}
+
+/// The state of `key`, and the mod revision it was read at (0: none yet).
+async fn load(t: &dyn Transport, key: &Key) -> Result<(KeyState, i64)> {
+    let r = t.range(Range::key(&state_key(key))).await?;
+    match r.kvs.first() {
+        None => Ok((KeyState::default(), 0)),
+        Some(kv) => {
+            let s = serde_json::from_slice(&kv.value)
+                .map_err(|e| Error::backend(format!("etcd: the state of {key} is not baton's: {e}")))?;
+            Ok((s, kv.mod_revision))
+        }
+    }
+}
+
+/// Watches a name's wake key; one watch kept across waits.
+struct StateSub {
+    t: Arc<dyn Transport>,
+    wake: Vec<u8>,
+    /// The last revision seen.
+    rev: i64,
+    stream: Option<Box<dyn WatchStream>>,
+}
+
+#[async_trait]
+impl Subscription for StateSub {
+    async fn changed(&mut self, until: Instant) -> Result<()> {
+        if self.stream.is_none() {
+            match self.t.watch(Range::key(&self.wake), self.rev).await {
+                Ok(s) => self.stream = Some(s),
+                Err(_) => {
+                    pause(until).await;
+                    return Ok(());
+                }
+            }
+        }
+        let Some(stream) = self.stream.as_mut() else { return Ok(()) };
+        match stream.next(until).await {
+            Ok(Some(evs)) => {
+                self.rev = evs.iter().map(|e| e.kv.mod_revision).max().unwrap_or(self.rev).max(self.rev);
+            }
+            Ok(None) => {}
+            Err(_) => {
+                self.stream = None;
+                pause(until).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        let p = |u: &str| parse_endpoints(&StoreUrl::parse(u).unwrap());
+        assert_eq!(p("etcd://").unwrap(), vec!["127.0.0.1:2379"]);
+        assert_eq!(p("etcd://a:1,b,[::1]:3").unwrap(), vec!["a:1", "b:2379", "[::1]:3"]);
+        for bad in ["etcd://a:0", "etcd://a:x", "etcd://[::1", "etcd://[::1]x", "etcd://:5"] {
+            assert_eq!(p(bad).unwrap_err().kind(), crate::ErrorKind::InvalidUrl, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The small transport the etcd algorithms run over: ranges, transactions, leases and
+//! watches, in plain data. The gRPC transport (`etcd://`) and the JSON-gateway transport
+//! (`etcd+http://`, the one a wasm build can drive with `fetch`) both implement it; the
+//! lock queue and the state store above are written once against it and do no I/O of
+//! their own.
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use crate::error::Result;
+
+/// One key-value as etcd reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Kv {
+    pub(crate) key: Vec<u8>,
+    pub(crate) value: Vec<u8>,
+    pub(crate) create_revision: i64,
+    pub(crate) mod_revision: i64,
+    pub(crate) lease: i64,
+}
+
+/// A range read: one key, or every key from `key` to `range_end` (exclusive).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Range {
+    pub(crate) key: Vec<u8>,
+    pub(crate) range_end: Option<Vec<u8>>,
+    /// Ascending by create revision (the lock queue's order) instead of by key.
+    pub(crate) by_create: bool,
+}
+
+impl Range {
+    pub(crate) fn key(key: &[u8]) -> Range {
+        Range { key: key.to_vec(), range_end: None, by_create: false }
+    }
+
+    /// Every key under `prefix`, oldest first.
+    pub(crate) fn prefix(prefix: &[u8]) -> Range {
+        Range { key: prefix.to_vec(), range_end: Some(prefix_end(prefix)), by_create: true }
+    }
+}
+
+/// The end of the range of keys starting with `prefix` (its last byte + 1, as clientv3's
+/// `GetPrefixRangeEnd`).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    // Every byte was 0xff: to the end of the keyspace.
+    vec![0]
+}
+
+/// The answer to a range.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RangeResp {
+    /// The store revision the read saw.
+    pub(crate) revision: i64,
+    pub(crate) kvs: Vec<Kv>,
+}
+
+/// What a compare looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Create,
+    Mod,
+}
+
+/// One txn guard: `target(key) == value` (a missing key has revision 0).
+#[derive(Debug, Clone)]
+pub(crate) struct Compare {
+    pub(crate) key: Vec<u8>,
+    pub(crate) target: Target,
+    pub(crate) value: i64,
+}
+
+impl Compare {
+    pub(crate) fn create(key: &[u8], rev: i64) -> Compare {
+        Compare { key: key.to_vec(), target: Target::Create, value: rev }
+    }
+    pub(crate) fn modified(key: &[u8], rev: i64) -> Compare {
+        Compare { key: key.to_vec(), target: Target::Mod, value: rev }
+    }
+}
+
+/// One txn operation.
+#[derive(Debug, Clone)]
+pub(crate) enum TxnOp {
+    /// A put; `lease: None` keeps the key's current lease (`ignore_lease`).
+    Put {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        lease: Option<i64>,
+    },
+    Delete {
+        key: Vec<u8>,
+    },
+    Range(Range),
+}
+
+/// A transaction: if every compare holds, `success`, else `failure`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Txn {
+    pub(crate) compare: Vec<Compare>,
+    pub(crate) success: Vec<TxnOp>,
+    pub(crate) failure: Vec<TxnOp>,
+}
+
+/// The answer to one txn operation.
+#[derive(Debug, Clone)]
+pub(crate) enum OpResp {
+    Range(RangeResp),
+    Put,
+    Delete,
+}
+
+/// The answer to a txn.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TxnResp {
+    pub(crate) succeeded: bool,
+    /// The store revision after the txn (its own revision when it wrote).
+    pub(crate) revision: i64,
+    pub(crate) responses: Vec<OpResp>,
+}
+
+impl TxnResp {
+    /// The `i`th response, when it is a range.
+    pub(crate) fn range(&self, i: usize) -> Option<&RangeResp> {
+        match self.responses.get(i) {
+            Some(OpResp::Range(r)) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// One watch event.
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    pub(crate) delete: bool,
+    pub(crate) kv: Kv,
+}
+
+/// A live watch; dropping it cancels it.
+#[async_trait]
+pub(crate) trait WatchStream: Send {
+    /// The next batch of events, or `Ok(None)` when `until` passes first.
+    async fn next(&mut self, until: Instant) -> Result<Option<Vec<Event>>>;
+}
+
+/// What the etcd algorithms need from a connection.
+#[async_trait]
+pub(crate) trait Transport: Send + Sync + std::fmt::Debug + 'static {
+    async fn range(&self, r: Range) -> Result<RangeResp>;
+    async fn txn(&self, t: Txn) -> Result<TxnResp>;
+    /// Grants a lease of `ttl_s` seconds (etcd raises it to its minimum, 2 s by default);
+    /// returns its id.
+    async fn lease_grant(&self, ttl_s: i64) -> Result<i64>;
+    /// One keep-alive; returns the lease's new TTL in seconds, 0 when the lease is gone.
+    async fn lease_keepalive(&self, id: i64) -> Result<i64>;
+    /// Revokes a lease (its keys go at once); a lease already gone is not an error.
+    async fn lease_revoke(&self, id: i64) -> Result<()>;
+    /// Watches `r` (one key or a prefix) for changes after revision `after`.
+    async fn watch(&self, r: Range, after: i64) -> Result<Box<dyn WatchStream>>;
+    async fn close(&self) {}
+}

@@ -1,0 +1,151 @@
+//! `?scheme=txn`: the one-shot try-lock of the seeds (and of many Go services): the bare
+//! key `NAME`, created under a lease by a txn guarded on `create_revision(NAME) == 0`
+//! (`Else Get(NAME)`: who holds it). No queue: every waiter watches the key and retries
+//! when it is deleted (a herd, and no order: a `FairLock` is not fair here). The token is
+//! the key's create revision; the value is baton's `{"holder","count","ttl"}` (the seed's
+//! Go client writes its own value, shown as a foreign holder).
+
+use super::lock::{Value, encode, secs};
+use super::proto::{Compare, Kv, Range, Transport, Txn, TxnOp};
+use crate::error::{Error, Result};
+use crate::state::{Attempt, Released, Request};
+
+/// How many times one step re-reads after losing a race before giving up.
+const RACES: usize = 64;
+
+/// The key of a lock name, and where its last token is recorded.
+#[derive(Debug, Clone)]
+pub(crate) struct TxnKeys {
+    pub(crate) key: Vec<u8>,
+    pub(crate) fence: Vec<u8>,
+}
+
+impl TxnKeys {
+    pub(crate) fn new(name: &str) -> TxnKeys {
+        TxnKeys { key: name.as_bytes().to_vec(), fence: format!("baton/lock/{name}").into_bytes() }
+    }
+
+    /// What identifies one holder's steps on this lock (one at a time per process).
+    pub(crate) fn own(&self, holder: &str) -> Vec<u8> {
+        let mut k = b"txn\0".to_vec();
+        k.extend_from_slice(&self.key);
+        k.push(0);
+        k.extend_from_slice(holder.as_bytes());
+        k
+    }
+}
+
+fn value(kv: &Kv) -> Option<Value> {
+    serde_json::from_slice(&kv.value).ok()
+}
+
+fn token(kv: &Kv) -> u64 {
+    u64::try_from(kv.create_revision).unwrap_or(0)
+}
+
+/// One attempt: take the key if nobody has it, re-enter if this holder has it.
+pub(crate) async fn acquire(t: &dyn Transport, keys: &TxnKeys, req: &Request) -> Result<Attempt> {
+    for _ in 0..RACES {
+        let r = t.range(Range::key(&keys.key)).await?;
+        if let Some(kv) = r.kvs.first() {
+            let Some(v) = value(kv).filter(|v| v.holder == req.holder) else {
+                return Ok(Attempt::Busy { retry_ms: None });
+            };
+            let count = v.count.checked_add(1).ok_or_else(|| Error::invalid_argument("hold count overflow"))?;
+            let txn = Txn {
+                compare: vec![Compare::modified(&kv.key, kv.mod_revision)],
+                success: vec![TxnOp::Put { key: kv.key.clone(), value: encode(&Value { count, ..v }), lease: None }],
+                failure: vec![],
+            };
+            if t.txn(txn).await?.succeeded {
+                return Ok(Attempt::Granted { token: token(kv), count, fresh: false });
+            }
+            continue;
+        }
+        let ttl = secs(req.lease_ms);
+        let lease = t.lease_grant(ttl).await?;
+        let v = Value { holder: req.holder.clone(), count: 1, ttl };
+        // The seed's txn: If(CreateRevision(key) == 0).Then(Put(key, lease)).Else(Get(key)).
+        let txn = Txn {
+            compare: vec![Compare::create(&keys.key, 0)],
+            success: vec![TxnOp::Put { key: keys.key.clone(), value: encode(&v), lease: Some(lease) }],
+            failure: vec![TxnOp::Range(Range::key(&keys.key))],
+        };
+        let resp = t.txn(txn).await?;
+        if resp.succeeded {
+            return Ok(Attempt::Granted { token: u64::try_from(resp.revision).unwrap_or(0), count: 1, fresh: true });
+        }
+        t.lease_revoke(lease).await?;
+        let held_by_us =
+            resp.range(0).and_then(|r| r.kvs.first()).and_then(value).is_some_and(|v| v.holder == req.holder);
+        if !held_by_us {
+            return Ok(Attempt::Busy { retry_ms: None });
+        }
+    }
+    Err(Error::backend("etcd: too many conflicting updates of one lock key in a row"))
+}
+
+/// The key, when `holder` holds it.
+async fn mine(t: &dyn Transport, keys: &TxnKeys, holder: &str) -> Result<Option<(Kv, Value)>> {
+    let r = t.range(Range::key(&keys.key)).await?;
+    Ok(r.kvs.into_iter().next().and_then(|kv| value(&kv).filter(|v| v.holder == holder).map(|v| (kv, v))))
+}
+
+/// Keeps the holder's lease alive (a different length moves the key to a new lease).
+pub(crate) async fn renew(t: &dyn Transport, keys: &TxnKeys, holder: &str, lease_ms: u64) -> Result<bool> {
+    let Some((kv, v)) = mine(t, keys, holder).await? else { return Ok(false) };
+    let ttl = secs(lease_ms);
+    if v.ttl == ttl {
+        return Ok(t.lease_keepalive(kv.lease).await? > 0);
+    }
+    let lease = t.lease_grant(ttl).await?;
+    let txn = Txn {
+        compare: vec![Compare::modified(&kv.key, kv.mod_revision)],
+        success: vec![TxnOp::Put { key: kv.key.clone(), value: encode(&Value { ttl, ..v }), lease: Some(lease) }],
+        failure: vec![],
+    };
+    let ok = t.txn(txn).await?.succeeded;
+    t.lease_revoke(if ok { kv.lease } else { lease }).await?;
+    Ok(ok)
+}
+
+/// Gives back `count` holds (`u32::MAX`: all); deleting the key wakes every waiter.
+pub(crate) async fn release(t: &dyn Transport, keys: &TxnKeys, holder: &str, count: u32) -> Result<Released> {
+    for _ in 0..RACES {
+        let Some((kv, v)) = mine(t, keys, holder).await? else { return Ok(Released::NotHeld) };
+        let (success, out) = if count != u32::MAX && count < v.count {
+            let left = v.count - count;
+            let put = TxnOp::Put { key: kv.key.clone(), value: encode(&Value { count: left, ..v }), lease: None };
+            (vec![put], Released::StillHeld(left))
+        } else {
+            let fence =
+                TxnOp::Put { key: keys.fence.clone(), value: token(&kv).to_string().into_bytes(), lease: Some(0) };
+            (vec![TxnOp::Delete { key: kv.key.clone() }, fence], Released::Freed)
+        };
+        let txn = Txn { compare: vec![Compare::modified(&kv.key, kv.mod_revision)], success, failure: vec![] };
+        if t.txn(txn).await?.succeeded {
+            return Ok(out);
+        }
+    }
+    Err(Error::backend("etcd: too many conflicting updates of one lock key in a row"))
+}
+
+/// The key (holder, count, token) and the recorded last token.
+pub(crate) async fn read(t: &dyn Transport, keys: &TxnKeys) -> Result<(Option<(String, u32, u64)>, u64)> {
+    let txn = Txn {
+        compare: vec![],
+        success: vec![TxnOp::Range(Range::key(&keys.key)), TxnOp::Range(Range::key(&keys.fence))],
+        failure: vec![],
+    };
+    let resp = t.txn(txn).await?;
+    let holder = resp.range(0).and_then(|r| r.kvs.first()).map(|kv| match value(kv) {
+        Some(v) => (v.holder, v.count, token(kv)),
+        None => (format!("etcd:{}", String::from_utf8_lossy(&kv.key)), 1, token(kv)),
+    });
+    let fence = resp
+        .range(1)
+        .and_then(|r| r.kvs.first())
+        .and_then(|kv| std::str::from_utf8(&kv.value).ok()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    Ok((holder, fence))
+}

@@ -1,0 +1,24 @@
+//! The behaviour suite and the cross-process checks on `etcd://` (gRPC; the single etcd
+//! of `scripts/services`, URL in `BATON_TEST_ETCD_URL`), and the etcd store's own checks:
+//! URL forms, the `clientv3/concurrency.Mutex` key layout, and interop both ways with the
+//! real `etcdctl lock`. The 3-member cluster runs the same suite in `etcd_cluster.rs`.
+#![cfg(feature = "etcd")]
+
+mod behaviour;
+mod etcd_common;
+
+use behaviour::Store;
+
+fn url() -> String {
+    behaviour::crash::server_url("BATON_TEST_ETCD_URL")
+}
+
+fn store() -> Store {
+    Store { url: url(), keep: None }
+}
+
+behaviour_suite!(crate::store);
+cross_process_suite!(crate::store);
+etcd_suite!(crate::url);
+// 200 waiters in request order: gRPC only (see the check).
+etcd_suite!(@tests crate::url; many_waiters_in_order);

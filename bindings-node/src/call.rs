@@ -1,6 +1,8 @@
-//! The async bridge: every native call runs on baton's shared runtime through
-//! `baton::rt::run` (abort-on-drop, panic → Backend error), and waits that JavaScript can
-//! abort take a [`CancelToken`] the facade trips from an `AbortSignal`.
+//! The async bridge: every native call is polled on napi-rs's runtime (see `lib.rs`: baton's
+//! clients made here run their background work on it too) with panics turned into Backend
+//! errors (`baton::rt::catch_panics`), and waits that JavaScript can abort take a
+//! [`CancelToken`] the facade trips from an `AbortSignal`. Polling in place instead of
+//! hopping to baton's shared runtime (`baton::rt::run`) saves two thread wake-ups a call.
 
 use std::future::Future;
 
@@ -9,13 +11,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::errors::{aborted, to_napi};
 
-/// Runs `fut` on baton's runtime and maps its error for JavaScript.
+/// Runs `fut` and maps its error for JavaScript.
 pub(crate) async fn run<T, F>(fut: F) -> napi::Result<T>
 where
     T: Send + 'static,
     F: Future<Output = baton::Result<T>> + Send + 'static,
 {
-    baton::rt::run(fut).await.map_err(to_napi)
+    baton::rt::catch_panics(fut).await.map_err(to_napi)
 }
 
 /// As [`run`], but a tripped `cancel` drops `fut` at once (the acquire futures of the core
@@ -29,12 +31,11 @@ where
     if cancel.is_cancelled() {
         return Err(aborted());
     }
-    // Dropping `baton::rt::run`'s future aborts the task on baton's runtime; a grant that
-    // arrived meanwhile is dropped with the task's output and released in the background.
+    // Dropping `fut` is safe: a grant that arrived meanwhile is given back in the background.
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(aborted()),
-        r = baton::rt::run(fut) => r.map_err(to_napi),
+        r = baton::rt::catch_panics(fut) => r.map_err(to_napi),
     }
 }
 

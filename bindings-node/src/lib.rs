@@ -21,8 +21,10 @@ mod permits;
 mod rw;
 mod semaphore;
 
-/// napi's own runtime only polls the join handles of work running on baton's shared
-/// runtime (`baton::rt::run`), so one worker is plenty.
+/// napi's runtime polls every call (`call::run`) and the background work (watchdogs,
+/// releases of dropped guards) of the clients made from JavaScript. One worker: the calls
+/// come from one JavaScript thread and wait on I/O, and on small machines a second worker
+/// mostly adds wake-ups between threads (see BENCHMARKS.md, Node).
 #[napi_derive::module_init]
 fn init() {
     let rt =

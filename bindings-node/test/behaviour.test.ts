@@ -174,14 +174,16 @@ for (const url of storeUrls('behaviour')) {
         await assert.rejects(second, (e) => e === reason);
         await holder.release();
         // The aborted fair waiter's queue place is given back in the background, as for a
-        // dropped Rust future: on a server store that is one more round trip or two.
-        await eventually('no holder and no queue place left', 5_000, async () => {
+        // dropped Rust future; an attempt of it still in flight at the abort may take the
+        // place once more and give it back after (on MySQL, with its slower round trips,
+        // that shows): within a few seconds nothing is left and the lock can be taken.
+        await eventually('no holder and no queue place left, and the lock free', 5_000, async () => {
           const i = await client.inspect(name);
-          return i.holders.length === 0 && i.waiters.length === 0;
+          if (i.holders.length > 0 || i.waiters.length > 0) return false;
+          const g = await client.lock(name).tryAcquire();
+          await g?.release();
+          return g !== null;
         });
-        const g = await client.lock(name).tryAcquire();
-        assert.ok(g);
-        await g.release();
       });
 
       it('an already aborted signal rejects at once', T, async () => {

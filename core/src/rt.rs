@@ -112,8 +112,35 @@ where
     }
 }
 
+/// Polls `fut` where it is awaited (no hop to the shared runtime), turning a panic inside
+/// into a `Backend` error: for a binding whose own runtime already polls its calls on a
+/// worker thread (napi-rs), where [`run`]'s extra hop would cost two thread wake-ups.
+pub fn catch_panics<T, F>(fut: F) -> impl Future<Output = Result<T>> + Send
+where
+    F: Future<Output = Result<T>> + Send,
+{
+    CatchPanics(Box::pin(fut))
+}
+
+struct CatchPanics<F>(std::pin::Pin<Box<F>>);
+
+impl<T, F: Future<Output = Result<T>>> Future for CatchPanics<F> {
+    type Output = Result<T>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<T>> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(p) => p,
+            Err(p) => std::task::Poll::Ready(Err(Error::backend(format!("internal error: {}", panic_text(&*p))))),
+        }
+    }
+}
+
 fn panic_message(e: tokio::task::JoinError) -> String {
-    let p = e.into_panic();
+    panic_text(&*e.into_panic())
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| p.downcast_ref::<String>().cloned())

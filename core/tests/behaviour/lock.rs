@@ -374,13 +374,16 @@ pub async fn watchdog_renews_many(store: &Store) {
     let (a, b) = (store.client().await, store.client().await);
     let base = unique("many");
     let names: Vec<String> = (0..N).map(|i| format!("{base}/{i}")).collect();
-    let opts = LockOptions::new().lease(Duration::from_secs(1));
+    // 2 s leases, renewed every ~0.67 s: a batch of 150 renewals must fit in a renewal
+    // period even on a loaded 2-core machine with a store that renews one transaction at a
+    // time (MySQL), yet a watchdog that stopped would lose them well within the wait below.
+    let opts = LockOptions::new().lease(Duration::from_secs(2));
     let mut guards = Vec::with_capacity(N);
     for n in &names {
         guards.push(a.lock_with(n, opts.clone()).acquire().await.unwrap());
     }
     // Three lease lengths after the last grant (more for the first ones).
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
     let lost = guards.iter().filter(|g| g.is_lost()).count();
     assert_eq!(lost, 0, "{lost} of {N} renewed leases reported lost");
     for n in names.iter().step_by(7) {

@@ -127,9 +127,13 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<Attempt> {
         if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
             && *count > 1
             && under_way.0.strays_possible()
-            && backend.release(&key, &req.holder, *count - 1).await.is_ok()
         {
-            *count = 1;
+            match backend.release(&key, &req.holder, *count - 1).await {
+                Ok(_) => *count = 1,
+                // Not handed out with strays a guard's release would leave behind: nothing
+                // renews them now, so they end with the lease.
+                Err(e) => out = Err(e),
+            }
         }
         drop(under_way);
         // If the caller is gone, the answer is dropped here or, when the caller went away

@@ -292,7 +292,10 @@ async fn connection_cut_mid_acquire_leaves_no_orphan() {
                     g.release().await.unwrap();
                     break;
                 }
-                assert!(freed.elapsed() < Duration::from_secs(4), "{scheme}: an orphan hold outlived the lease");
+                if freed.elapsed() >= Duration::from_secs(4) {
+                    let info = c.inspect(&name).await.unwrap();
+                    panic!("{scheme} same_handle={same_handle}: an orphan hold outlived the lease: {:?}", info.holders);
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -333,9 +336,16 @@ async fn master_becomes(sentinel: &OwnRedis, port: u16) {
     let url = sentinel.url();
     let t0 = Instant::now();
     loop {
-        let mut con = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+        // Errors (a busy sentinel mid-failover) count as "not yet".
         let addr: Vec<String> =
-            redis::cmd("SENTINEL").arg(&["GET-MASTER-ADDR-BY-NAME", "mymaster"]).query_async(&mut con).await.unwrap();
+            match redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await {
+                Ok(mut con) => redis::cmd("SENTINEL")
+                    .arg(&["GET-MASTER-ADDR-BY-NAME", "mymaster"])
+                    .query_async(&mut con)
+                    .await
+                    .unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
         if addr.get(1).map(String::as_str) == Some(&port.to_string()) {
             return;
         }
@@ -469,4 +479,63 @@ async fn simple_waiter_woken_by_keyspace_notification() {
         let at = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("waiter hung").unwrap();
         assert!(at - released < WAKE, "round {round}: woken {:?} after the redis-py release", at - released);
     }
+}
+
+/// `redis+cluster://` on a cluster of the test's own: the node the subscriber connection
+/// was on dies; a new waiter's subscription moves to another node, and a release on a
+/// surviving master's slot wakes it through pub/sub, well under the 1 s re-check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_subscriber_moves_off_a_dead_node() {
+    if !tools_present(&["redis-server", "redis-cli"]) {
+        return;
+    }
+    let mut nodes = tokio::task::spawn_blocking(OwnRedis::start_cluster).await.unwrap();
+    let hosts: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+    let url = format!("redis+cluster://{}?timeout=1s&connect_timeout=1s", hosts.join(","));
+    let (waiter_client, holder) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
+    // A name whose slot the first node does not serve.
+    let first = nodes[0].port;
+    let mut admin = nodes[1].admin();
+    let slots: Vec<(i64, i64, i64)> = {
+        let raw: Vec<redis::Value> = redis::cmd("CLUSTER").arg("SLOTS").query(&mut admin).unwrap();
+        raw.iter()
+            .map(|r| {
+                let redis::Value::Array(r) = r else { panic!("{r:?}") };
+                let lo: i64 = redis::from_redis_value(r[0].clone()).unwrap();
+                let hi: i64 = redis::from_redis_value(r[1].clone()).unwrap();
+                let redis::Value::Array(node) = &r[2] else { panic!("{r:?}") };
+                let port: i64 = redis::from_redis_value(node[1].clone()).unwrap();
+                (lo, hi, port)
+            })
+            .collect()
+    };
+    let name = (0..1000)
+        .map(|i| format!("moved/{i}"))
+        .find(|n| {
+            let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(n).query(&mut admin).unwrap();
+            slots.iter().any(|(lo, hi, port)| (*lo..=*hi).contains(&slot) && *port != i64::from(first))
+        })
+        .expect("a name off the first node");
+    nodes[0].kill();
+    let g = tokio::time::timeout(Duration::from_secs(20), holder.lock(&name).acquire())
+        .await
+        .expect("acquire hung with a node down")
+        .unwrap();
+    let waiter = {
+        let (c, name) = (waiter_client.clone(), name.clone());
+        tokio::spawn(async move {
+            let g = c.lock(&name).acquire().await.unwrap();
+            let at = Instant::now();
+            g.release().await.unwrap();
+            at
+        })
+    };
+    // The waiter's first subscription fails on the dead node, then moves (≤ connect
+    // timeout + retries).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!waiter.is_finished(), "the waiter got in while the lock was held");
+    let released = Instant::now();
+    g.release().await.unwrap();
+    let at = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("waiter hung").unwrap();
+    assert!(at - released < WAKE, "woken {:?} after the release", at - released);
 }

@@ -60,7 +60,10 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
     let first = Instant::now();
     loop {
         let started = Instant::now();
-        let attempt = attempt(slot, &req).await?;
+        // `_under_way` counts the attempt as under way until its grant is recorded (below,
+        // with no await in between), so that no other attempt of this slot takes it for
+        // a stray meanwhile.
+        let (attempt, _under_way) = attempt(slot, &req).await?;
         let retry = match attempt {
             Attempt::Granted { token, count, fresh } => {
                 if let Some(p) = place.as_mut() {
@@ -118,7 +121,7 @@ fn millis(d: Duration) -> u64 {
 /// store kept holds of an earlier attempt whose answer was lost with its connection: they
 /// are given back here, keeping one, so that the guard's release frees the lock instead of
 /// leaving strays that the watchdog would renew for as long as the handle lives.
-async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<Attempt> {
+async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)> {
     let spec = &slot.spec;
     let (tx, rx) = oneshot::channel();
     let backend: Arc<dyn Backend> = spec.ctx.backend.clone();
@@ -129,18 +132,23 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<Attempt> {
         if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
             && *count > 1
             && under_way.0.strays_possible()
-            && backend.release(&key, &req.holder, *count - 1).await.is_ok()
         {
-            *count = 1;
+            match backend.release(&key, &req.holder, *count - 1).await {
+                Ok(_) => *count = 1,
+                // Not handed out with strays a guard's release would leave behind: nothing
+                // renews them now, so they end with the lease.
+                Err(e) => out = Err(e),
+            }
         }
-        drop(under_way);
         // If the caller is gone, the answer is dropped here or, when the caller went away
         // after the send but before reading, together with the receiver: either way
         // `Answer::drop` gives the grant back.
-        let _ = tx.send(Answer { out: Some(out), backend, key, req, rt });
+        let _ = tx.send(Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) });
     });
     let mut answer = rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?;
-    answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))
+    let out = answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))?;
+    let under_way = answer.under_way.take().ok_or_else(|| Error::backend("internal error: no attempt count"))?;
+    Ok((out, under_way))
 }
 
 /// Counts an attempt as under way for its slot while it lives.
@@ -166,6 +174,8 @@ struct Answer {
     key: Key,
     req: Request,
     rt: crate::rt::Rt,
+    /// Until a grant nobody took is given back.
+    under_way: Option<UnderWay>,
 }
 
 impl Drop for Answer {
@@ -184,8 +194,10 @@ impl Drop for Answer {
             // Exactly the hold this attempt took (a re-entry added one).
             let n = if matches!(self.req.mode, Mode::Permits { .. }) { u32::MAX } else { 1 };
             let (b, k, h) = (self.backend.clone(), self.key.clone(), self.req.holder.clone());
+            let under_way = self.under_way.take();
             self.rt.spawn(async move {
                 let _ = b.release(&k, &h, n).await;
+                drop(under_way);
             });
         }
     }

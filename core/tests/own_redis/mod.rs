@@ -160,6 +160,54 @@ impl OwnRedis {
         r
     }
 
+    /// A 3-master Redis Cluster of the test's own (no replicas; a dead master's slots go
+    /// dark but the others keep serving: `cluster-require-full-coverage no`). Bounded:
+    /// 30 s until `cluster_state:ok` everywhere.
+    pub fn start_cluster() -> Vec<OwnRedis> {
+        let nodes: Vec<OwnRedis> = (0..3)
+            .map(|_| {
+                let mut r = OwnRedis::launch_with(tempfile::tempdir().unwrap(), None, |args| {
+                    args.extend(
+                        [
+                            "--cluster-enabled",
+                            "yes",
+                            "--cluster-config-file",
+                            "nodes.conf",
+                            "--cluster-node-timeout",
+                            "2000",
+                            "--cluster-require-full-coverage",
+                            "no",
+                        ]
+                        .map(String::from),
+                    );
+                });
+                r.run();
+                r
+            })
+            .collect();
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for n in &nodes {
+            create.arg(format!("127.0.0.1:{}", n.port));
+        }
+        let out = create.args(["--cluster-replicas", "0", "--cluster-yes"]).stdin(Stdio::null()).output().unwrap();
+        assert!(out.status.success(), "cluster create: {}", String::from_utf8_lossy(&out.stdout));
+        let t0 = Instant::now();
+        loop {
+            let ok = nodes.iter().all(|n| {
+                redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query::<String>(&mut n.admin())
+                    .is_ok_and(|i| i.contains("cluster_state:ok"))
+            });
+            if ok {
+                return nodes;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "cluster not ok in 30 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Sends `signal` to the server process (SIGSTOP / SIGCONT to freeze and thaw it).
     pub fn signal(&self, signal: &str) {
         let pid = self.child.as_ref().expect("not running").id().to_string();

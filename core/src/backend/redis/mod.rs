@@ -111,6 +111,20 @@ pub(crate) struct Redis {
     db: i64,
     /// `?semaphore=rsemaphore`: semaphores on Redisson's bare `RSemaphore` counter.
     rsemaphore: bool,
+    /// `redis+cluster://`: how to move the subscriber connection to another node.
+    rehome: Option<Rehome>,
+}
+
+/// The cluster's nodes and what a subscriber connection to one of them needs.
+struct Rehome {
+    nodes: Vec<(String, u16)>,
+    settings: RedisConnectionInfo,
+    connect_timeout: Duration,
+    sub_config: ConnectionManagerConfig,
+    /// `host:port` of the node the subscriber connection goes to.
+    current: Mutex<String>,
+    /// One move at a time.
+    moving: tokio::sync::Mutex<()>,
 }
 
 /// The Sentinel side of `redis+sentinel://`: after a command fails as a failover makes it
@@ -237,12 +251,16 @@ fn parse_sentinel_path(url: &StoreUrl) -> Result<(String, i64)> {
 /// The first host of `url` that answers PING within `limit` (the cluster's subscriber
 /// node), if any.
 async fn first_answering(
-    url: &StoreUrl,
+    nodes: &[(String, u16)],
     settings: &RedisConnectionInfo,
     limit: Duration,
+    except: Option<&str>,
 ) -> Option<redis::ConnectionInfo> {
-    for (host, port) in parse_hosts(url).ok()? {
-        let Ok(info) = ConnectionAddr::Tcp(host, port).into_connection_info() else { continue };
+    for (host, port) in nodes {
+        let Ok(info) = ConnectionAddr::Tcp(host.clone(), *port).into_connection_info() else { continue };
+        if except.is_some_and(|x| x == info.addr().to_string()) {
+            continue;
+        }
         let info = info.set_redis_settings(settings.clone());
         let Ok(client) = redis::Client::open(info.clone()) else { continue };
         let ping = async {
@@ -434,7 +452,13 @@ impl Redis {
         // cluster, to the first node of the URL that answers now: a PUBLISH reaches every
         // node's subscribers.
         let channels = Arc::new(Channels::default());
-        let info = if cluster { first_answering(url, &settings, connect_timeout).await.unwrap_or(info) } else { info };
+        let nodes = if cluster { parse_hosts(url)? } else { Vec::new() };
+        let info = if cluster {
+            first_answering(&nodes, &settings, connect_timeout, None).await.unwrap_or(info)
+        } else {
+            info
+        };
+        let sub_at = info.addr().to_string();
         let sub_info = master_info.unwrap_or_else(|| info.set_redis_settings(settings.clone()));
         let sub_client = client_of(sub_info.set_redis_settings(settings.clone().set_protocol(ProtocolVersion::RESP3)))?;
         let sub_config = config
@@ -444,6 +468,14 @@ impl Redis {
         let sub =
             ConnectionManager::new_lazy_with_config(sub_client, sub_config.clone()).map_err(|e| error(&store, e))?;
         let hub = Arc::new(Hub::new(sub, channels, crate::rt::Rt::current(), timeout, store.clone()));
+        let rehome = cluster.then(|| Rehome {
+            nodes,
+            settings: settings.clone(),
+            connect_timeout,
+            sub_config: sub_config.clone(),
+            current: Mutex::new(sub_at),
+            moving: tokio::sync::Mutex::new(()),
+        });
         let sentinel = sentinel.map(|(client, at)| Sentinel {
             client: tokio::sync::Mutex::new(client),
             master: Mutex::new(at),
@@ -451,7 +483,7 @@ impl Redis {
             config,
             sub_config,
         });
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel, db, rsemaphore })
+        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel, db, rsemaphore, rehome })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -482,10 +514,13 @@ impl Redis {
     /// After `e`, on `redis+sentinel://`: asks the sentinels where the master is and, if
     /// it moved, moves both connections there. True when the caller should try again.
     async fn recover(&self, e: &RedisError) -> bool {
+        failover_error(e) && self.follow_master().await
+    }
+
+    /// On `redis+sentinel://`: moves both connections to the master the sentinels name
+    /// now, if it moved. True when it did (or someone else just did).
+    async fn follow_master(&self) -> bool {
         let Some(s) = &self.sentinel else { return false };
-        if !failover_error(e) {
-            return false;
-        }
         let before = s.master.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut client = s.client.lock().await;
         // Someone else moved the connections while we waited for the lock.
@@ -517,6 +552,40 @@ impl Redis {
             *slot = Some(Conn::Single(conn));
         }
         *s.master.lock().unwrap_or_else(|p| p.into_inner()) = at;
+        self.hub.replace(sub);
+        true
+    }
+
+    /// Subscribes through the hub; when its connection fails, moves it first (a cluster:
+    /// to another node that answers; Sentinel: to the current master) and tries once more.
+    async fn listen(&self, channel: String, wake_one: bool) -> Result<Box<dyn Subscription>> {
+        match self.hub.subscribe(channel.clone(), wake_one).await {
+            Err(e)
+                if e.kind() == crate::ErrorKind::Connection && (self.rehome().await || self.follow_master().await) =>
+            {
+                self.hub.subscribe(channel, wake_one).await
+            }
+            r => r,
+        }
+    }
+
+    /// On `redis+cluster://`: moves the subscriber connection to the first other node of
+    /// the URL that answers. True when it moved (or someone else just did).
+    async fn rehome(&self) -> bool {
+        let Some(r) = &self.rehome else { return false };
+        let before = r.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let _moving = r.moving.lock().await;
+        if *r.current.lock().unwrap_or_else(|p| p.into_inner()) != before {
+            return true;
+        }
+        let Some(info) = first_answering(&r.nodes, &r.settings, r.connect_timeout, Some(&before)).await else {
+            return false;
+        };
+        let at = info.addr().to_string();
+        let sub_info = info.set_redis_settings(r.settings.clone().set_protocol(ProtocolVersion::RESP3));
+        let Ok(client) = redis::Client::open(sub_info) else { return false };
+        let Ok(sub) = ConnectionManager::new_lazy_with_config(client, r.sub_config.clone()) else { return false };
+        *r.current.lock().unwrap_or_else(|p| p.into_inner()) = at;
         self.hub.replace(sub);
         true
     }
@@ -592,9 +661,16 @@ impl Redis {
         {
             out = pipeline_on(self.conn()?, &pipe).await;
         }
-        // An item the server refused (a name reused by another kind of object) is lost;
-        // the others stand.
-        Ok(out.map_err(|e| self.err(e))?.into_iter().map(|r| matches!(r, Ok(1))).collect())
+        let out = out.map_err(|e| self.err(e))?;
+        // An item refused as a failover refuses it (`READONLY`, `LOADING`: the new master
+        // is not ready yet) says nothing about the lease: the whole batch failed, and the
+        // watchdog tries again within the lease.
+        if let Some(e) = out.iter().find_map(|r| r.as_ref().err().filter(|e| failover_error(e))) {
+            return Err(Error::connection(format!("{}: {e}", self.store)));
+        }
+        // An item the server refused otherwise (a name reused by another kind of object)
+        // is lost; the others stand.
+        Ok(out.into_iter().map(|r| matches!(r, Ok(1))).collect())
     }
 
     async fn run_renew(&self, cmd: Cmd) -> Result<bool> {
@@ -1121,11 +1197,11 @@ impl Backend for Redis {
             // baton's own releases publish; the simple clients' releases and expiries are
             // heard through keyspace notifications where the server sends them
             // (`notify-keyspace-events` with `K` and `g`/`x`), else by the re-check.
-            let own = self.hub.subscribe(keys::simple_channel(&n), true).await?;
-            let space = self.hub.subscribe(format!("__keyspace@{}__:{n}", self.db), false).await?;
+            let own = self.listen(keys::simple_channel(&n), true).await?;
+            let space = self.listen(format!("__keyspace@{}__:{n}", self.db), false).await?;
             return Ok(Box::new(Either(own, space)));
         }
-        self.hub.subscribe(keys::channel(key.family, &n), key.family == Family::Lock).await
+        self.listen(keys::channel(key.family, &n), key.family == Family::Lock).await
     }
 
     /// A fair-lock waiter listens on its own channel, as `RFairLock` waiters do: a release
@@ -1134,7 +1210,7 @@ impl Backend for Redis {
         match (&key.family, &req.mode) {
             (Family::Lock, Mode::Fair) if !self.simple => {
                 let channel = format!("{}:{}", keys::channel(key.family, &self.name(key)), req.holder);
-                self.hub.subscribe(channel, false).await
+                self.listen(channel, false).await
             }
             _ => self.subscribe(key).await,
         }

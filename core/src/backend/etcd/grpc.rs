@@ -235,8 +235,11 @@ impl Transport for Grpc {
         }
     }
 
-    async fn watch(&self, r: Range, after: i64) -> Result<Box<dyn WatchStream>> {
-        let mut o = WatchOptions::new().with_start_revision(after + 1);
+    async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {
+        let mut o = WatchOptions::new();
+        if let Some(after) = after {
+            o = o.with_start_revision(after + 1);
+        }
         if let Some(end) = &r.range_end {
             o = o.with_range(end.clone());
         }
@@ -246,18 +249,45 @@ impl Transport for Grpc {
                 async move { c.watch(key, Some(o)).await }
             })
             .await?;
-        Ok(Box::new(GrpcWatch { stream, store: self.store.clone() }))
+        let mut w = GrpcWatch { stream, store: self.store.clone(), pending: None };
+        // Until etcd confirms it (bounded by the request timeout); events that come with or
+        // before the confirmation are kept for the first `next`.
+        let until = Instant::now() + self.timeout;
+        loop {
+            let msg = match tokio::time::timeout_at(until, w.stream.message()).await {
+                Err(_) => return Err(Error::connection(format!("{}: watch not confirmed in time", self.store))),
+                Ok(Ok(Some(m))) => m,
+                Ok(Ok(None)) => return Err(Error::connection(format!("{}: the watch stream ended", self.store))),
+                Ok(Err(e)) => return Err(self.err(e)),
+            };
+            if !msg.events().is_empty() {
+                w.pending = Some(events(&msg));
+            }
+            if msg.created() || w.pending.is_some() {
+                break;
+            }
+        }
+        Ok(Box::new(w))
     }
 }
 
 struct GrpcWatch {
     stream: etcd_client::WatchStream,
     store: String,
+    /// Events that came before the first `next`.
+    pending: Option<Vec<Event>>,
+}
+
+fn events(msg: &etcd_client::WatchResponse) -> Vec<Event> {
+    msg.events().iter().map(|e| Event { delete: e.event_type() == EventType::Delete }).collect()
 }
 
 #[async_trait]
 impl WatchStream for GrpcWatch {
     async fn next(&mut self, until: Instant) -> Result<Option<Vec<Event>>> {
+        if let Some(evs) = self.pending.take() {
+            return Ok(Some(evs));
+        }
         // Bounded by `until`: each turn takes one message off the stream.
         loop {
             let msg = match tokio::time::timeout_at(until, self.stream.message()).await {
@@ -275,12 +305,7 @@ impl WatchStream for GrpcWatch {
                 )));
             }
             if !msg.events().is_empty() {
-                let evs = msg
-                    .events()
-                    .iter()
-                    .filter_map(|e| Some(Event { delete: e.event_type() == EventType::Delete, kv: kv(e.kv()?) }))
-                    .collect();
-                return Ok(Some(evs));
+                return Ok(Some(events(&msg)));
             }
         }
     }

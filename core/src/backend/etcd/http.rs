@@ -151,6 +151,7 @@ struct JEvent {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct JWatchResult {
+    created: bool,
     events: Vec<JEvent>,
     canceled: bool,
     cancel_reason: String,
@@ -389,13 +390,15 @@ impl Transport for Http {
         }
     }
 
-    async fn watch(&self, r: Range, after: i64) -> Result<Box<dyn WatchStream>> {
+    async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {
         let mut create = range_json(&r);
         if let Some(o) = create.as_object_mut() {
             o.remove("sort_order");
             o.remove("sort_target");
         }
-        create["start_revision"] = json!((after + 1).to_string());
+        if let Some(after) = after {
+            create["start_revision"] = json!((after + 1).to_string());
+        }
         let body = json!({ "create_request": create });
         let idx = self.current.load(Ordering::Relaxed) % self.endpoints.len();
         // No overall timeout: the answer is a stream that lasts as long as the watch.
@@ -408,7 +411,18 @@ impl Transport for Http {
             let bytes = resp.bytes().await.unwrap_or_default();
             return Err(self.answer_error(idx, status, &bytes));
         }
-        Ok(Box::new(HttpWatch { resp, buf: Vec::new(), store: self.store.clone() }))
+        let mut w = HttpWatch { resp, buf: Vec::new(), store: self.store.clone(), created: false, pending: None };
+        // Until etcd confirms it (bounded by the request timeout); events that come with or
+        // before the confirmation are kept for the first `next`.
+        let until = Instant::now() + self.timeout;
+        while !w.created && w.pending.is_none() {
+            match w.next(until).await? {
+                Some(evs) => w.pending = Some(evs),
+                None if w.created => {}
+                None => return Err(Error::connection(format!("{}: watch not confirmed in time", self.store))),
+            }
+        }
+        Ok(Box::new(w))
     }
 }
 
@@ -417,11 +431,18 @@ struct HttpWatch {
     resp: reqwest::Response,
     buf: Vec<u8>,
     store: String,
+    /// etcd confirmed the watch.
+    created: bool,
+    /// Events that came before the first `next`.
+    pending: Option<Vec<Event>>,
 }
 
 #[async_trait]
 impl WatchStream for HttpWatch {
     async fn next(&mut self, until: Instant) -> Result<Option<Vec<Event>>> {
+        if let Some(evs) = self.pending.take() {
+            return Ok(Some(evs));
+        }
         // Bounded by `until`: each turn either parses a buffered line or waits for bytes.
         loop {
             if let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
@@ -436,6 +457,13 @@ impl WatchStream for HttpWatch {
                     return Err(Error::connection(format!("{}: watch failed: {err}", self.store)));
                 }
                 let Some(res) = l.result else { continue };
+                if res.created && !self.created {
+                    self.created = true;
+                    if res.events.is_empty() {
+                        // The confirmation: the caller waiting for it returns.
+                        return Ok(None);
+                    }
+                }
                 if res.canceled {
                     return Err(Error::backend(format!(
                         "{}: watch canceled: {} (compacted at {})",
@@ -443,11 +471,7 @@ impl WatchStream for HttpWatch {
                     )));
                 }
                 if !res.events.is_empty() {
-                    let evs = res
-                        .events
-                        .into_iter()
-                        .map(|e| Event { delete: e.kind == "DELETE", kv: Kv::from(e.kv) })
-                        .collect();
+                    let evs = res.events.into_iter().map(|e| Event { delete: e.kind == "DELETE" }).collect();
                     return Ok(Some(evs));
                 }
                 continue;

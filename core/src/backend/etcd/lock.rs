@@ -150,7 +150,10 @@ pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &LockKeys, r
         }
     }
     for _ in 0..RACES {
-        let r = if spare.is_none() && local.take_hint(&keys.prefix, &req.holder) {
+        // Likewise when the queue has not been seen busy lately and this holder has no key:
+        // most likely an uncontended grant, whose key goes under a hold lease.
+        let likely_free = !local.busy_lately(&keys.prefix) && !local.knows(&keys.prefix, &req.holder);
+        let r = if spare.is_none() && (local.take_hint(&keys.prefix, &req.holder) || likely_free) {
             let (r, l) = tokio::join!(t.range(Range::prefix(&keys.prefix)), t.lease_grant(secs(req.lease_ms)));
             spare = Some(l?);
             r?

@@ -420,21 +420,36 @@ impl LockSub {
                 },
             },
             None => {
-                let r = self.t.range(Range::prefix(&self.keys.prefix)).await?;
-                if lock::entries(&self.keys, &r).is_empty() {
-                    return Ok(());
-                }
                 let mut range = Range::prefix(&self.keys.prefix);
                 range.by_create = false;
-                (range, r.revision)
+                (range, 0)
             }
         };
-        // A watch of the same key opened earlier started from an earlier revision, so it
-        // holds every event since; a key never comes back once deleted (lease ids are
-        // unique), so its deletion cannot be older than this read.
+        // A watch of the same key opened earlier holds every event since it was opened; a
+        // key never comes back once deleted (lease ids are unique), so its deletion cannot
+        // be older than that. A new watch starts from now (etcd serves a watch that must
+        // catch up on history from a loop that runs every 100 ms, which would delay the
+        // hand-off), and a read after it is confirmed covers what happened since `after`.
         let mut w = match self.watch.take() {
             Some((k, w)) if k == range.key && range.range_end.is_none() => w,
-            _ => self.t.watch(range.clone(), after).await?,
+            _ => {
+                let w = self.t.watch(range.clone(), None).await?;
+                let now = self.t.range(range.clone()).await?;
+                let gone = match &range.range_end {
+                    // The predecessor, read at `after`, is gone.
+                    None => now.kvs.is_empty(),
+                    // Any contender: wait only while there is one.
+                    Some(_) => lock::entries(&self.keys, &now).is_empty(),
+                };
+                let _ = after;
+                if gone {
+                    if let (true, Some(h)) = (head, &self.holder) {
+                        self.local.hint(&self.keys.prefix, h);
+                    }
+                    return Ok(());
+                }
+                w
+            }
         };
         // Bounded by `until`; each turn is one batch of events.
         loop {
@@ -472,35 +487,31 @@ impl Subscription for LockSub {
 struct KeySub {
     t: Arc<dyn Transport>,
     key: Vec<u8>,
-    rev: i64,
     stream: Option<Box<dyn WatchStream>>,
 }
 
 impl KeySub {
+    /// Opened (and confirmed) before the engine's next attempt, from now (see `StateSub`).
     async fn start(t: Arc<dyn Transport>, key: &[u8]) -> Result<KeySub> {
-        let rev = t.range(Range::key(key)).await?.revision;
-        Ok(KeySub { t, key: key.to_vec(), rev, stream: None })
+        let stream = t.watch(Range::key(key), None).await?;
+        Ok(KeySub { t, key: key.to_vec(), stream: Some(stream) })
     }
 }
 
 #[async_trait]
 impl Subscription for KeySub {
     async fn changed(&mut self, until: Instant) -> Result<()> {
-        if self.stream.is_none() {
-            match self.t.watch(Range::key(&self.key), self.rev).await {
+        let Some(stream) = self.stream.as_mut() else {
+            match self.t.watch(Range::key(&self.key), None).await {
                 Ok(s) => self.stream = Some(s),
-                Err(_) => {
-                    pause(until).await;
-                    return Ok(());
-                }
+                Err(_) => pause(until).await,
             }
-        }
-        let Some(stream) = self.stream.as_mut() else { return Ok(()) };
+            return Ok(());
+        };
         // Bounded by `until`: one batch of events per turn.
         loop {
             match stream.next(until).await {
                 Ok(Some(evs)) => {
-                    self.rev = evs.iter().map(|e| e.kv.mod_revision).max().unwrap_or(self.rev).max(self.rev);
                     if evs.iter().any(|e| e.delete) {
                         return Ok(());
                     }
@@ -578,10 +589,12 @@ impl StateStore for EtcdState {
         Ok((load(&*self.t, key).await?.0, now_ms()))
     }
 
+    /// Opened (and confirmed) before the engine's next attempt, from now: that attempt
+    /// reads the state, and every later change is on the watch.
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         let wake = wake_key(key);
-        let rev = self.t.range(Range::key(&wake)).await?.revision;
-        Ok(Box::new(StateSub { t: self.t.clone(), wake, rev, stream: None }))
+        let stream = self.t.watch(Range::key(&wake), None).await?;
+        Ok(Box::new(StateSub { t: self.t.clone(), wake, stream: Some(stream) }))
     }
 
     async fn close(&self) {}
@@ -638,33 +651,24 @@ async fn load(t: &dyn Transport, key: &Key) -> Result<(KeyState, i64)> {
 struct StateSub {
     t: Arc<dyn Transport>,
     wake: Vec<u8>,
-    /// The last revision seen.
-    rev: i64,
+    /// `None` after a failure: the next wait opens another (and returns at once, so that
+    /// the engine reads the state again).
     stream: Option<Box<dyn WatchStream>>,
 }
 
 #[async_trait]
 impl Subscription for StateSub {
     async fn changed(&mut self, until: Instant) -> Result<()> {
-        if self.stream.is_none() {
-            match self.t.watch(Range::key(&self.wake), self.rev).await {
+        let Some(stream) = self.stream.as_mut() else {
+            match self.t.watch(Range::key(&self.wake), None).await {
                 Ok(s) => self.stream = Some(s),
-                Err(_) => {
-                    pause(until).await;
-                    return Ok(());
-                }
+                Err(_) => pause(until).await,
             }
-        }
-        let Some(stream) = self.stream.as_mut() else { return Ok(()) };
-        match stream.next(until).await {
-            Ok(Some(evs)) => {
-                self.rev = evs.iter().map(|e| e.kv.mod_revision).max().unwrap_or(self.rev).max(self.rev);
-            }
-            Ok(None) => {}
-            Err(_) => {
-                self.stream = None;
-                pause(until).await;
-            }
+            return Ok(());
+        };
+        if stream.next(until).await.is_err() {
+            self.stream = None;
+            pause(until).await;
         }
         Ok(())
     }

@@ -139,7 +139,6 @@ impl TxnResp {
 #[derive(Debug, Clone)]
 pub(crate) struct Event {
     pub(crate) delete: bool,
-    pub(crate) kv: Kv,
 }
 
 /// A live watch; dropping it cancels it.
@@ -161,7 +160,10 @@ pub(crate) trait Transport: Send + Sync + std::fmt::Debug + 'static {
     async fn lease_keepalive(&self, id: i64) -> Result<i64>;
     /// Revokes a lease (its keys go at once); a lease already gone is not an error.
     async fn lease_revoke(&self, id: i64) -> Result<()>;
-    /// Watches `r` (one key or a prefix) for changes after revision `after`.
-    async fn watch(&self, r: Range, after: i64) -> Result<Box<dyn WatchStream>>;
+    /// Watches `r` (one key or a prefix) for changes after revision `after`, or from now
+    /// on (`None`). Returns once etcd confirmed the watch: a change made after this returns
+    /// is delivered. (A watch that must catch up on history is served by etcd's 100 ms
+    /// sync loop, so waiters watch from now and read once more instead.)
+    async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>>;
     async fn close(&self) {}
 }

@@ -1,4 +1,4 @@
-// Prints, comma-separated, the store URLs of the environment's BATON_TEST_*_URL variables
+// Prints, space-separated (cluster URLs hold commas), the store URLs of the environment's BATON_TEST_*_URL variables
 // (written by scripts/services) whose scheme this build of the package supports; says on
 // stderr which it leaves out and why, and fails when a listed server cannot be reached.
 // scripts/suites/50-node.sh passes the list to the tests as BATON_TEST_URLS, as the
@@ -19,4 +19,4 @@ for (const [key, url] of Object.entries(process.env).sort()) {
     console.error(`left out ${key}: ${e.message}`);
   }
 }
-console.log(found.join(','));
+console.log(found.join(' '));

@@ -16,7 +16,7 @@ const WORKER = join(__dirname, 'fixtures', 'counter-worker.js');
 
 /** The per-URL stores the cross-process test runs on (memory:// is per process). */
 function sharedUrls(): string[] {
-  const extra = (process.env.BATON_TEST_URLS ?? '').split(',').map((u) => u.trim()).filter(Boolean);
+  const extra = (process.env.BATON_TEST_URLS ?? '').split(/\s+/).filter(Boolean);
   return [sqliteUrl('exclusion'), ...extra];
 }
 

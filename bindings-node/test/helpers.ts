@@ -16,11 +16,11 @@ export function tempDir(tag: string): string {
 
 /**
  * Every store the suite runs on: an in-process store and a SQLite file always, plus the
- * comma-separated URLs of `BATON_TEST_URLS` (e.g. a Redis server once that backend lands).
+ * whitespace-separated URLs of `BATON_TEST_URLS` (cluster URLs hold commas themselves).
  */
 export function storeUrls(tag: string): string[] {
   const urls = [`memory://node-${tag}-${randomUUID()}`, `sqlite://${join(tempDir(tag), 'baton.db')}`];
-  for (const u of (process.env.BATON_TEST_URLS ?? '').split(',')) {
+  for (const u of (process.env.BATON_TEST_URLS ?? '').split(/\s+/)) {
     if (u.trim()) urls.push(u.trim());
   }
   return urls;

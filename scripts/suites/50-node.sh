@@ -4,7 +4,8 @@
 # exclusion, event-loop liveness, errors, README sample, typings), then `npm pack` and an
 # install of the tarball (and of the folder) into an empty directory.
 #
-# Extra store URLs for the behaviour and exclusion tests: BATON_TEST_URLS (comma-separated;
+# Extra store URLs for the behaviour and exclusion tests: BATON_TEST_URLS (space-separated:
+# cluster URLs hold commas;
 # default: every BATON_TEST_*_URL of the services suite that this build can reach).
 
 # The cdylib only loads inside Node; this suite lints it and tests it there.

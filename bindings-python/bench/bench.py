@@ -68,28 +68,30 @@ def summary(name: str, samples_ns: List[int], elapsed: Optional[float]) -> Dict[
     }
 
 
-def uncontended_blocking(client: baton.Client, budget: Budget) -> Dict[str, Any]:
-    lock = client.lock("pybench/uncontended")
-    lock.acquire().release()  # warm-up: store rows, connections
+def timed(name: str, budget: Budget, op: Callable[[], Any]) -> Dict[str, Any]:
+    """`op` in a loop until the budget is spent, each call one latency sample."""
     samples: List[int] = []
     started = time.perf_counter()
     while budget.more(len(samples)):
         t = time.perf_counter_ns()
-        lock.acquire().release()
+        op()
         samples.append(time.perf_counter_ns() - t)
-    return summary("acquire+release (blocking)", samples, time.perf_counter() - started)
+    return summary(name, samples, time.perf_counter() - started)
 
 
-def handoff_blocking(client: baton.Client, budget: Budget) -> Dict[str, Any]:
-    locks = [client.lock("pybench/handoff"), client.lock("pybench/handoff")]
-    held = locks[0].acquire()
+def handoff(name: str, budget: Budget, take: Callable[[int], Any], give: Callable[[Any], None],
+            most: Optional[int] = None) -> Dict[str, Any]:
+    """Two handles (0 and 1) pass one lock: a waiter thread calls `take(other)`, the holder
+    lets it park for SETTLE and calls `give(held)`; a sample is the time from that call
+    until the waiter's `take` returns. At most `most` samples, besides the budget."""
+    held, turn = take(0), 1
     samples: List[int] = []
-    while budget.more(len(samples)):
+    while budget.more(len(samples)) and (most is None or len(samples) < most):
         ready, box = threading.Event(), {}
 
-        def wait(lock: baton.Lock = locks[1]) -> None:
+        def wait(i: int = turn) -> None:
             ready.set()
-            box["guard"] = lock.acquire(timeout=30.0)
+            box["held"] = take(i)
             box["at"] = time.perf_counter_ns()
 
         t = threading.Thread(target=wait)
@@ -97,13 +99,23 @@ def handoff_blocking(client: baton.Client, budget: Budget) -> Dict[str, Any]:
         ready.wait(30.0)
         time.sleep(SETTLE)
         released_at = time.perf_counter_ns()
-        held.release()
+        give(held)
         t.join(30.0)
-        held = box["guard"]
+        held, turn = box["held"], 1 - turn
         samples.append(box["at"] - released_at)
-        locks.reverse()
-    held.release()
-    return summary("hand-off (blocking)", samples, None)
+    give(held)
+    return summary(name, samples, None)
+
+
+def uncontended_blocking(client: baton.Client, budget: Budget) -> Dict[str, Any]:
+    lock = client.lock("pybench/uncontended")
+    lock.acquire().release()  # warm-up: store rows, connections
+    return timed("acquire+release (blocking)", budget, lambda: lock.acquire().release())
+
+
+def handoff_blocking(client: baton.Client, budget: Budget) -> Dict[str, Any]:
+    locks = [client.lock("pybench/handoff"), client.lock("pybench/handoff")]
+    return handoff("hand-off (blocking)", budget, lambda i: locks[i].acquire(timeout=30.0), lambda g: g.release())
 
 
 def redispy_scenarios(url: str, budget: Callable[[], Budget]) -> List[Dict[str, Any]]:
@@ -115,41 +127,17 @@ def redispy_scenarios(url: str, budget: Callable[[], Budget]) -> List[Dict[str, 
     lock = r.lock("pybench/redis-py-uncontended", timeout=30)
     lock.acquire()
     lock.release()
-    samples: List[int] = []
-    b = budget()
-    started = time.perf_counter()
-    while b.more(len(samples)):
-        t = time.perf_counter_ns()
-        lock.acquire()
-        lock.release()
-        samples.append(time.perf_counter_ns() - t)
-    rows = [summary("redis-py Lock acquire+release", samples, time.perf_counter() - started)]
+    rows = [timed("redis-py Lock acquire+release", budget(), lambda: (lock.acquire(), lock.release()))]
 
     # thread_local=False: the waiter thread acquires, the main thread releases later.
     locks = [r.lock("pybench/redis-py-handoff", timeout=30, thread_local=False) for _ in range(2)]
-    locks[0].acquire()
-    samples = []
-    b = budget()
+
+    def take(i: int) -> Any:
+        locks[i].acquire(blocking_timeout=30)
+        return locks[i]
+
     # Each hand-off costs up to one 0.1 s poll: a few hundred samples are plenty.
-    while b.more(len(samples)) and len(samples) < 300:
-        ready, box = threading.Event(), {}
-
-        def wait(lock: Any = locks[1]) -> None:
-            ready.set()
-            lock.acquire(blocking_timeout=30)
-            box["at"] = time.perf_counter_ns()
-
-        t = threading.Thread(target=wait)
-        t.start()
-        ready.wait(30.0)
-        time.sleep(SETTLE)
-        released_at = time.perf_counter_ns()
-        locks[0].release()
-        t.join(30.0)
-        samples.append(box["at"] - released_at)
-        locks.reverse()
-    locks[0].release()
-    rows.append(summary("redis-py Lock hand-off", samples, None))
+    rows.append(handoff("redis-py Lock hand-off", budget(), take, lambda held: held.release(), most=300))
     r.close()
     return rows
 

@@ -1,0 +1,136 @@
+//! The behaviour suite on `redlock://` (the 5 independent Redis servers of
+//! `scripts/services`, URL in `BATON_TEST_REDLOCK_URL`), for every primitive Redlock
+//! runs: locks, read-write locks, semaphores and permit semaphores. A fair lock and a
+//! count-down latch are `Unsupported` there (checked below), so the checks that use them
+//! are left out. Node faults (killed and restarted nodes) are in `redlock_faults.rs`, on
+//! servers of the test's own.
+#![cfg(feature = "redlock")]
+
+mod behaviour;
+
+use std::time::Duration;
+
+use baton::{Client, ErrorKind};
+use behaviour::{Store, bounded, expect_err, unique};
+
+fn server() -> String {
+    match std::env::var("BATON_TEST_REDLOCK_URL") {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDLOCK_URL"),
+        Err(_) => {
+            eprintln!(
+                "BATON_TEST_REDLOCK_URL is not set: skipping the Redlock tests (run `scripts/services start redlock` \
+                 and source its services.env)"
+            );
+            std::process::exit(0);
+        }
+    }
+}
+
+fn store() -> Store {
+    Store { url: server(), keep: None }
+}
+
+behaviour_suite!(@tests crate::store;
+    lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter,
+    lock::reentrancy, lock::owner_option_reenters, lock::ttl_expiry_is_lost,
+    lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock, lock::stalled_holder_frees,
+    lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
+    lock::cancelled_acquire_leaves_nothing, lock::close_releases,
+    rw::readers_share_writer_excludes, rw::writer_not_starved, rw::downgrade_and_no_upgrade,
+    semaphore::never_more_than_permits, semaphore::many_and_available, semaphore::crashed_permits_return,
+    permits::ids_and_release_by_id, permits::lease_expiry_and_update,
+    multi::all_or_nothing, multi::no_deadlock,
+    errors::bad_names, errors::bad_durations, errors::bad_permits, errors::bad_urls, errors::closed_client,
+    lock::watchdog_default_renewal, lock::fencing_tokens_grow,
+    rw::many_readers_at_once, rw::release_wakes_reader, rw::upgrade_waiting_forms_fail_fast,
+    rw::reentrant_read_and_write, rw::crashed_writer_lease_ends, rw::vanished_writer_unblocks_readers,
+    semaphore::waiter_woken_and_dropped_permit_returns,
+    permits::ids_unique_across_clients, permits::crashed_watchdog_permit_returns,
+    multi::timeout_cancel_and_dedup, multi::overlapping_subsets_exclude,
+    errors::bad_store_options, errors::passwords_never_in_messages, errors::bad_durations_everywhere,
+    errors::closed_everywhere, errors::odd_names_are_distinct,
+    lock::watchdog_renews_many,
+    rw::random_cancellation_leaves_no_writer_place, permits::permit_lost_when_released_elsewhere,
+);
+cross_process_suite!(crate::store);
+
+/// `url` with a query option added.
+fn with_option(url: &str, opt: &str) -> String {
+    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+}
+
+/// A fair lock and a count-down latch are refused with a clear `Unsupported`, before
+/// anything is written.
+#[tokio::test]
+async fn fair_locks_and_latches_are_unsupported() {
+    let c = Client::connect(&server()).await.unwrap();
+    let name = unique("rl-unsupported");
+    expect_err(c.fair_lock(&name).try_acquire().await, ErrorKind::Unsupported, "fair locks are not available");
+    let latch = c.count_down_latch(&name);
+    expect_err(latch.try_set_count(2).await, ErrorKind::Unsupported, "count-down latches are not available");
+    expect_err(latch.count_down().await, ErrorKind::Unsupported, "redlock://");
+    expect_err(latch.count().await, ErrorKind::Unsupported, "redlock://");
+    // The lock of the same name is untouched.
+    assert!(c.lock(&name).try_acquire().await.unwrap().is_some());
+}
+
+/// URL forms and options: checked before any node is asked.
+#[tokio::test]
+async fn url_forms_and_options() {
+    let base = server();
+    for (opt, kind, needle) in [
+        ("retry_count=-1", ErrorKind::InvalidArgument, "retry_count"),
+        ("retry_count=1001", ErrorKind::InvalidArgument, "0 to 1000"),
+        ("retry_delay=soon", ErrorKind::InvalidArgument, "retry_delay"),
+        ("retry_jitter=2h", ErrorKind::InvalidArgument, "retry_jitter"),
+        ("node_timeout=0ms", ErrorKind::InvalidArgument, "node_timeout"),
+        ("drift_factor=0.5", ErrorKind::InvalidArgument, "drift_factor"),
+        ("drift_factor=NaN", ErrorKind::InvalidArgument, "drift_factor"),
+        ("semaphore=rsemaphore", ErrorKind::InvalidUrl, "unknown option `semaphore`"),
+        ("bogus=1", ErrorKind::InvalidUrl, "unknown option `bogus`"),
+    ] {
+        expect_err(Client::connect(&with_option(&base, opt)).await, kind, needle);
+    }
+    expect_err(Client::connect("redlock://").await, ErrorKind::InvalidUrl, "names no node");
+    expect_err(
+        Client::connect("redlock://127.0.0.1:7001,127.0.0.1:7001").await,
+        ErrorKind::InvalidUrl,
+        "twice",
+    );
+    expect_err(Client::connect("redlock://127.0.0.1:notaport").await, ErrorKind::InvalidUrl, "notaport");
+    // Every option at once, and the node options handed to each node.
+    let all = with_option(
+        &base,
+        "retry_count=0&retry_delay=0ms&retry_jitter=10ms&node_timeout=500ms&drift_factor=0.02&timeout=2s&names=typed",
+    );
+    let c = Client::connect(&all).await.unwrap();
+    let g = c.lock(&unique("rl-opts")).try_acquire().await.unwrap().expect("free lock");
+    g.release().await.unwrap();
+}
+
+/// The same name on a single node and on Redlock: a grant on Redlock is visible on each
+/// node as Redisson's `RLock` hash, and every node's token counter holds the token.
+#[tokio::test]
+async fn each_node_holds_the_grant_and_the_token() {
+    let url = server();
+    let c = Client::connect(&url).await.unwrap();
+    let name = unique("rl-layout");
+    let g = c.lock(&name).try_acquire().await.unwrap().expect("free lock");
+    let hosts = url.trim_start_matches("redlock://").split(['/', '?']).next().unwrap().to_owned();
+    for h in hosts.split(',') {
+        let mut con = redis::Client::open(format!("redis://{h}")).unwrap().get_multiplexed_async_connection().await.unwrap();
+        let fields: i64 = redis::cmd("HLEN").arg(&name).query_async(&mut con).await.unwrap();
+        assert_eq!(fields, 1, "node {h} holds the lock hash");
+        let counter: u64 =
+            redis::cmd("GET").arg(format!("redisson_lock_token:{{{name}}}")).query_async(&mut con).await.unwrap();
+        assert!(counter >= g.token().get(), "node {h}: counter {counter} below the token {}", g.token().get());
+    }
+    let info = c.lock(&name).inspect().await.unwrap();
+    assert!(info.is_held());
+    g.release().await.unwrap();
+    bounded("released lock is free", Duration::from_secs(5), async {
+        assert!(c.lock(&name).try_acquire().await.unwrap().is_some());
+    })
+    .await;
+}

@@ -23,7 +23,7 @@ mod quorum;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -52,7 +52,8 @@ const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
 /// `?node_timeout=` says otherwise.
 const STEP_TIMEOUT: Duration = Duration::from_secs(1);
 /// Semaphore limits remembered for renewals (a renewal does not carry the limit); past
-/// this many names the map starts over, and a renewal of a forgotten name needs every node.
+/// this many names the map starts over, and a renewal of a forgotten name needs every
+/// node. Also the size at which the process's gates are swept.
 const LIMITS_KEPT: usize = 4096;
 
 /// One node and its address (for messages).
@@ -86,14 +87,38 @@ fn bad_option(url: &StoreUrl, name: &str, want: &str, got: &str) -> Error {
     Error::invalid_argument(format!("option `{name}` of {url} must be {want}, not `{got}`"))
 }
 
-/// A duration option: `0` allowed, at most an hour.
+/// A duration option of at most an hour; `0` (any unit) too when `zero_ok`.
 fn duration_option(url: &StoreUrl, name: &str, default: Duration, zero_ok: bool) -> Result<Duration> {
     let Some(v) = url.option(name) else { return Ok(default) };
     let want = if zero_ok { "a duration from 0 to 1h (such as 50ms)" } else { "a duration above 0, up to 1h (such as 50ms)" };
+    // `duration::parse` refuses 0 (no timeout or lease may be zero); a pause may.
+    let t = v.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len()));
+    let zero = num.trim().parse::<f64>() == Ok(0.0) && matches!(unit, "" | "ms" | "s" | "m" | "min" | "h");
     match crate::duration::parse(v) {
-        Ok(d) if d <= Duration::from_secs(3600) && (zero_ok || !d.is_zero()) => Ok(d),
+        _ if zero && zero_ok => Ok(Duration::ZERO),
+        Ok(d) if d <= Duration::from_secs(3600) => Ok(d),
         _ => Err(bad_option(url, name, want, v)),
     }
+}
+
+/// One gate per store and key in this process: the attempts of its clients on one key
+/// take turns, so that they never split the nodes between themselves (a split costs
+/// every side a release and a random pause); the others learn `Busy` from a quorum.
+fn gate(store: &str, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
+    type Gates = Mutex<HashMap<(String, Key), Weak<tokio::sync::Mutex<()>>>>;
+    static GATES: LazyLock<Gates> = LazyLock::new(Gates::default);
+    let mut gates = GATES.lock().unwrap_or_else(|p| p.into_inner());
+    let id = (store.to_owned(), key.clone());
+    if let Some(g) = gates.get(&id).and_then(Weak::upgrade) {
+        return g;
+    }
+    if gates.len() >= LIMITS_KEPT {
+        gates.retain(|_, g| g.strong_count() > 0);
+    }
+    let g = Arc::new(tokio::sync::Mutex::new(()));
+    gates.insert(id, Arc::downgrade(&g));
+    g
 }
 
 impl Redlock {
@@ -331,6 +356,8 @@ impl Backend for Redlock {
         let need = quorum::quorum(n, limit);
         let ttl = Duration::from_millis(req.lease_ms);
         let drift = quorum::drift(ttl, self.drift_factor);
+        let gate = gate(&self.store, key);
+        let _turn = gate.lock().await;
         let mut round = 0;
         loop {
             let start = Instant::now();

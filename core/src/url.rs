@@ -128,6 +128,12 @@ impl StoreUrl {
 }
 
 impl StoreUrl {
+    /// What names the store itself: scheme, hosts and path, without credentials or
+    /// options.
+    pub(crate) fn identity(&self) -> String {
+        format!("{}://{}{}", self.scheme, self.hosts, self.path)
+    }
+
     /// This URL with another scheme, one `host` instead of the list and `options` as its
     /// query; the credentials and the path stay as written (`redlock://` opens one
     /// `redis://` store per node this way).

@@ -166,3 +166,78 @@ async fn fencing_tokens_grow() {
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {seen:?}");
     assert_eq!(expired.release().await.unwrap_err().kind(), ErrorKind::LockLost);
 }
+
+/// A multi-lock over a Redlock name and a SQLite name: all-or-nothing across both stores
+/// (a busy half gives the other back), one timeout for the whole, both held together.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_lock_across_redlock_and_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let sql = Client::connect(&format!("sqlite://{}", dir.path().join("multi.db").display())).await.unwrap();
+    let rl = Client::connect(&server()).await.unwrap();
+    let (a, b) = (unique("rl-multi-sql"), unique("rl-multi-redlock"));
+    let both = || baton::MultiLock::new([sql.lock(&a), rl.lock(&b)]);
+    // The Redlock half is busy: nothing is held afterwards.
+    let blocker = rl.lock(&b).acquire().await.unwrap();
+    assert!(both().try_acquire().await.unwrap().is_none());
+    bounded("partial grant released", Duration::from_secs(5), async {
+        while sql.inspect(&a).await.unwrap().is_held() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    // One timeout across both: the whole call ends after about 300 ms (bound: 3 s on a
+    // loaded machine), as `Timeout`, with the SQLite half given back.
+    let t0 = tokio::time::Instant::now();
+    let e = both().acquire_timeout(Duration::from_millis(300)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    assert!(t0.elapsed() >= Duration::from_millis(300) && t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(sql.lock(&a).try_acquire().await.unwrap().is_some(), "the SQLite half was kept after the timeout");
+    // Free: both are taken together, and each store sees its half held.
+    let waiting = tokio::spawn({
+        let m = both();
+        async move { m.acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    blocker.release().await.unwrap();
+    let g = bounded("multi-lock after the release", Duration::from_secs(5), waiting).await.unwrap().unwrap();
+    assert_eq!(g.tokens().len(), 2);
+    assert!(sql.lock(&a).try_acquire().await.unwrap().is_none());
+    assert!(rl.lock(&b).try_acquire().await.unwrap().is_none());
+    g.release().await.unwrap();
+    assert!(rl.lock(&b).try_acquire().await.unwrap().is_some());
+}
+
+/// The canonical order is the store's and the stored name's, whatever options each
+/// client's URL carries: multi-locks over the same two names, given in opposite orders
+/// through clients whose URLs differ only in options, never deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn multi_lock_order_ignores_url_options() {
+    let (x, y) = (unique("rl-order-x"), unique("rl-order-y"));
+    let plain = Client::connect(&server()).await.unwrap();
+    let other = Client::connect(&with_option(&server(), "lease=20s&retry_count=5")).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let (p, o, x, y) = (plain.clone(), other.clone(), x.clone(), y.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                // Crosswise: ordered by URL string first, these would take x then y and
+                // y then x.
+                let m = if t % 2 == 0 {
+                    baton::MultiLock::new([p.lock(&x), o.lock(&y)])
+                } else {
+                    baton::MultiLock::new([p.lock(&y), o.lock(&x)])
+                };
+                let g = m.acquire().await.unwrap();
+                tokio::task::yield_now().await;
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    bounded("crosswise multi-locks finish (no deadlock)", Duration::from_secs(60), async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    })
+    .await;
+}

@@ -93,11 +93,7 @@ async fn url_forms_and_options() {
         expect_err(Client::connect(&with_option(&base, opt)).await, kind, needle);
     }
     expect_err(Client::connect("redlock://").await, ErrorKind::InvalidUrl, "names no node");
-    expect_err(
-        Client::connect("redlock://127.0.0.1:7001,127.0.0.1:7001").await,
-        ErrorKind::InvalidUrl,
-        "twice",
-    );
+    expect_err(Client::connect("redlock://127.0.0.1:7001,127.0.0.1:7001").await, ErrorKind::InvalidUrl, "twice");
     expect_err(Client::connect("redlock://127.0.0.1:notaport").await, ErrorKind::InvalidUrl, "notaport");
     // Every option at once, and the node options handed to each node.
     let all = with_option(
@@ -119,7 +115,8 @@ async fn each_node_holds_the_grant_and_the_token() {
     let g = c.lock(&name).try_acquire().await.unwrap().expect("free lock");
     let hosts = url.trim_start_matches("redlock://").split(['/', '?']).next().unwrap().to_owned();
     for h in hosts.split(',') {
-        let mut con = redis::Client::open(format!("redis://{h}")).unwrap().get_multiplexed_async_connection().await.unwrap();
+        let mut con =
+            redis::Client::open(format!("redis://{h}")).unwrap().get_multiplexed_async_connection().await.unwrap();
         let fields: i64 = redis::cmd("HLEN").arg(&name).query_async(&mut con).await.unwrap();
         assert_eq!(fields, 1, "node {h} holds the lock hash");
         let counter: u64 =
@@ -154,7 +151,8 @@ async fn fencing_tokens_grow() {
     seen.push(g.token());
     again.release().await.unwrap();
     g.release().await.unwrap();
-    let expired = a.lock_with(&name, baton::LockOptions::new().ttl(Duration::from_millis(300))).acquire().await.unwrap();
+    let expired =
+        a.lock_with(&name, baton::LockOptions::new().ttl(Duration::from_millis(300))).acquire().await.unwrap();
     seen.push(expired.token());
     bounded("ttl grant expires", Duration::from_secs(5), expired.lost()).await;
     let g = bounded("grant after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();

@@ -146,6 +146,14 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
         false
     }
 
+    /// How much of a `lease` the holder must not count on, beyond the time its request
+    /// took: `redlock://` allows for clock drift between its nodes (`ttl·factor + 2 ms`).
+    /// The engine ends its local view of a lease this much early.
+    fn lease_margin(&self, lease: Duration) -> Duration {
+        let _ = lease;
+        Duration::ZERO
+    }
+
     /// Starts listening for changes of `key`.
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>>;
 

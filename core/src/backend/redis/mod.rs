@@ -1004,7 +1004,6 @@ fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
         .collect()
 }
 
-
 /// The hooks of `redlock://`, which runs every step on each of its nodes through these.
 impl Redis {
     /// One acquire attempt, with the node's token counter: the token of a grant, or the

@@ -90,7 +90,8 @@ fn bad_option(url: &StoreUrl, name: &str, want: &str, got: &str) -> Error {
 /// A duration option of at most an hour; `0` (any unit) too when `zero_ok`.
 fn duration_option(url: &StoreUrl, name: &str, default: Duration, zero_ok: bool) -> Result<Duration> {
     let Some(v) = url.option(name) else { return Ok(default) };
-    let want = if zero_ok { "a duration from 0 to 1h (such as 50ms)" } else { "a duration above 0, up to 1h (such as 50ms)" };
+    let want =
+        if zero_ok { "a duration from 0 to 1h (such as 50ms)" } else { "a duration above 0, up to 1h (such as 50ms)" };
     // `duration::parse` refuses 0 (no timeout or lease may be zero); a pause may.
     let t = v.trim();
     let (num, unit) = t.split_at(t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len()));
@@ -147,8 +148,10 @@ impl Redlock {
         };
         let retry_delay = duration_option(url, "retry_delay", DEFAULT_RETRY_DELAY, true)?;
         let retry_jitter = duration_option(url, "retry_jitter", DEFAULT_RETRY_JITTER, true)?;
-        let node_timeout =
-            url.option("node_timeout").map(|_| duration_option(url, "node_timeout", STEP_TIMEOUT, false)).transpose()?;
+        let node_timeout = url
+            .option("node_timeout")
+            .map(|_| duration_option(url, "node_timeout", STEP_TIMEOUT, false))
+            .transpose()?;
         let drift_factor = match url.option("drift_factor") {
             None => DEFAULT_DRIFT_FACTOR,
             Some(v) => v
@@ -409,6 +412,12 @@ impl Backend for Redlock {
                 Verdict::Grant | Verdict::Retry => return Ok(Attempt::Busy { retry_ms }),
             }
         }
+    }
+
+    /// The drift of the validity (`ttl − elapsed − drift`): the engine already counts the
+    /// elapsed time from before the request.
+    fn lease_margin(&self, lease: Duration) -> Duration {
+        quorum::drift(lease, self.drift_factor)
     }
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {

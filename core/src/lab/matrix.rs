@@ -195,16 +195,29 @@ impl Matrix {
             out.push('\n');
         }
         out.push('\n');
-        for (scheme, p, c) in self.reasons() {
-            out.push_str(&format!("- {} `{scheme}` / {}: {}\n", c.mark(), p.title(), c.reason().unwrap_or("")));
+        for line in self.reason_lines() {
+            out.push_str(&format!("- {line}\n"));
         }
         out
     }
 
-    /// Every ✗ and – cell, row by row.
-    pub fn reasons(&self) -> impl Iterator<Item = (Scheme, Property, &Cell)> {
-        self.rows.iter().flat_map(|r| {
-            Property::ALL.into_iter().map(move |p| (r.scheme, p, r.cell(p))).filter(|(_, _, c)| c.reason().is_some())
-        })
+    /// One line per ✗ and – cell (`✗ setnx / no deadlock after holder crash: <reason>`);
+    /// one line for a row not run at all (`– redlock: <reason>`).
+    pub fn reason_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for r in &self.rows {
+            let reasons: Vec<(Property, &Cell)> =
+                Property::ALL.into_iter().map(|p| (p, r.cell(p))).filter(|(_, c)| c.reason().is_some()).collect();
+            let skipped = |c: &Cell| matches!(c, Cell::NotRun { .. });
+            let first = r.cells[0].reason();
+            if r.cells.iter().all(|c| skipped(c) && c.reason() == first) {
+                lines.push(format!("– {}: {}", r.scheme, first.unwrap_or_default()));
+                continue;
+            }
+            for (p, c) in reasons {
+                lines.push(format!("{} {} / {}: {}", c.mark(), r.scheme, p.title(), c.reason().unwrap_or_default()));
+            }
+        }
+        lines
     }
 }

@@ -179,15 +179,16 @@ impl Lab {
         self.scheme.open(&self.urls, name, hooks, Arc::new(Clock::system())).await
     }
 
-    /// How long a successor may poll for a lock whose short lease runs out: several
-    /// ttls and two seconds more, for a loaded 2-core CI machine.
-    fn expiry_limit(&self) -> Duration {
-        self.ttl * 4 + Duration::from_secs(2)
+    /// How long a successor may poll for a lock held for `ttl` by a holder that went
+    /// silent: several ttls and two seconds more, for a loaded 2-core CI machine.
+    fn expiry_limit(ttl: Duration) -> Duration {
+        ttl * 4 + Duration::from_secs(2)
     }
 
-    /// Polls `lock` until it is granted (`true`) or `expiry_limit` passed (`false`).
-    async fn acquire_within(&self, lock: &mut Box<dyn LabLock>) -> Result<bool> {
-        let deadline = tokio::time::Instant::now() + self.expiry_limit();
+    /// Polls `lock` until it is granted (`true`) or the expiry limit of a `ttl` hold
+    /// passed (`false`).
+    async fn acquire_within(&self, lock: &mut Box<dyn LabLock>, ttl: Duration) -> Result<bool> {
+        let deadline = tokio::time::Instant::now() + Lab::expiry_limit(ttl);
         loop {
             if lock.acquire(LONG_TTL).await? {
                 return Ok(true);
@@ -274,20 +275,8 @@ async fn race(lab: &Lab, f: &mut Findings) -> Result<()> {
             racers.push(lab.client(&name, Hooks::none()).await?);
         }
         let results = join_all(racers.iter_mut().map(|c| c.acquire(LONG_TTL))).await;
-        let mut granted = 0;
-        for (c, r) in racers.iter_mut().zip(results) {
-            if r? {
-                granted += 1;
-                c.release().await?;
-            }
-        }
-        if granted > 1 {
-            f.broke(
-                Property::MutualExclusion,
-                Flaw::RaceDoubleGrant,
-                format!("{granted} of {RACERS} clients racing for the free lock were granted it"),
-            );
-        }
+        let outcomes = racers.into_iter().zip(results).collect();
+        winners(outcomes, f, &format!("of {RACERS} clients racing for the free lock")).await?;
     }
     f.kept(Property::MutualExclusion);
     Ok(())
@@ -316,21 +305,25 @@ async fn takeover_race(lab: &Lab, f: &mut Findings) -> Result<()> {
         reach(&gate, lab.scheme).await?;
         takers.push((task, gate));
     }
-    let mut granted = 0;
+    let mut outcomes = Vec::new();
     for (task, gate) in takers {
         gate.open();
-        let (mut c, r) = task.await.map_err(|e| Error::backend(format!("lab: a taker failed: {e}")))?;
+        outcomes.push(task.await.map_err(|e| Error::backend(format!("lab: a taker failed: {e}")))?);
+    }
+    winners(outcomes, f, "of 2 clients taking over the same expired lock").await
+}
+
+/// Counts (and releases) the granted clients of a race: more than one breaks mutual exclusion.
+async fn winners(outcomes: Vec<(Box<dyn LabLock>, Result<bool>)>, f: &mut Findings, who: &str) -> Result<()> {
+    let mut granted = 0;
+    for (mut c, r) in outcomes {
         if r? {
             granted += 1;
             c.release().await?;
         }
     }
     if granted > 1 {
-        f.broke(
-            Property::MutualExclusion,
-            Flaw::RaceDoubleGrant,
-            "two clients taking over the same expired lock were both granted it",
-        );
+        f.broke(Property::MutualExclusion, Flaw::RaceDoubleGrant, format!("{granted} {who} were granted it"));
     }
     Ok(())
 }
@@ -363,7 +356,7 @@ async fn crash_between_steps(lab: &Lab, f: &mut Findings) -> Result<()> {
         }
         a.crash();
         let mut b = lab.client(&name, Hooks::none()).await?;
-        if lab.acquire_within(&mut b).await? {
+        if lab.acquire_within(&mut b, lab.ttl).await? {
             b.release().await?;
             f.kept(Property::NoDeadlock);
         } else {
@@ -373,7 +366,7 @@ async fn crash_between_steps(lab: &Lab, f: &mut Findings) -> Result<()> {
                 format!(
                     "the holder crashed {point}: the key was left without expiry (PTTL {}), nobody got it in {:?}",
                     lab.pttl(&name).await,
-                    lab.expiry_limit()
+                    Lab::expiry_limit(lab.ttl)
                 ),
             );
         }
@@ -389,7 +382,7 @@ async fn crash_holding(lab: &Lab, f: &mut Findings) -> Result<bool> {
     must_acquire(&mut a, lab.ttl, lab.scheme).await?;
     a.crash();
     let mut b = lab.client(&name, Hooks::none()).await?;
-    if lab.acquire_within(&mut b).await? {
+    if lab.acquire_within(&mut b, lab.ttl).await? {
         b.release().await?;
         f.kept(Property::NoDeadlock);
         Ok(true)
@@ -400,7 +393,7 @@ async fn crash_holding(lab: &Lab, f: &mut Findings) -> Result<bool> {
             format!(
                 "the holder crashed holding the lock: the key has no expiry (PTTL {}), nobody got it in {:?}",
                 lab.pttl(&name).await,
-                lab.expiry_limit()
+                Lab::expiry_limit(lab.ttl)
             ),
         );
         Ok(false)
@@ -443,7 +436,7 @@ async fn paused_holder(lab: &Lab, f: &mut Findings) -> Result<()> {
     let token_a = a.token();
     // A is paused from here: it sends nothing while B polls for the lock.
     let mut b = lab.client(&name, Hooks::none()).await?;
-    if !lab.acquire_within(&mut b).await? {
+    if !lab.acquire_within(&mut b, lab.ttl).await? {
         return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
     }
     let token_b = b.token();
@@ -464,15 +457,7 @@ async fn paused_holder(lab: &Lab, f: &mut Findings) -> Result<()> {
         ),
     }
     a.release().await?;
-    let mut c = lab.client(&name, Hooks::none()).await?;
-    if c.acquire(LONG_TTL).await? {
-        f.freed_successor(Flaw::LateReleaseFreedSuccessor, "A, paused past its ttl, released late and");
-        c.release().await?;
-    } else {
-        f.kept(Property::NoForeignUnlock);
-    }
-    b.release().await?;
-    Ok(())
+    successor_kept(lab, &name, b, f, Flaw::LateReleaseFreedSuccessor, "A, paused past its ttl, released late and").await
 }
 
 /// The holder reads its own value, then is delayed past its ttl before its delete (seed
@@ -484,25 +469,21 @@ async fn check_then_delete(lab: &Lab, f: &mut Findings) -> Result<()> {
     let name = lab.name("check-then-delete");
     let (hooks, gate) = Hooks::pause_at(Point::BeforeDelete);
     let mut a = lab.client(&name, hooks).await?;
-    must_acquire(&mut a, lab.ttl, lab.scheme).await?;
+    // Long enough for A's GET to find its own value on a loaded machine; then A stays
+    // paused until the lease is gone and B has the lock.
+    let ttl = lab.ttl.max(Duration::from_secs(1));
+    must_acquire(&mut a, ttl, lab.scheme).await?;
     let release = tokio::spawn(async move { a.release().await });
     reach(&gate, lab.scheme).await?;
     let mut b = lab.client(&name, Hooks::none()).await?;
-    let b_granted = lab.acquire_within(&mut b).await;
+    let b_granted = lab.acquire_within(&mut b, ttl).await;
     gate.open();
     release.await.map_err(|e| Error::backend(format!("lab: the paused release failed: {e}")))??;
     if !b_granted? {
         return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
     }
-    let mut c = lab.client(&name, Hooks::none()).await?;
-    if c.acquire(LONG_TTL).await? {
-        f.freed_successor(Flaw::CheckThenDeleteWindow, "A read its own value, was delayed past its ttl, and its DEL");
-        c.release().await?;
-    } else {
-        f.kept(Property::NoForeignUnlock);
-    }
-    b.release().await?;
-    Ok(())
+    let how = "A read its own value, was delayed past its ttl, and its DEL";
+    successor_kept(lab, &name, b, f, Flaw::CheckThenDeleteWindow, how).await
 }
 
 /// A release sent twice (a retry after a lost reply) lands after the next grant.
@@ -516,9 +497,21 @@ async fn retried_release(lab: &Lab, f: &mut Findings) -> Result<()> {
         return Err(Error::backend(format!("lab: {}: a released lock was refused", lab.scheme)));
     }
     a.release().await?;
-    let mut c = lab.client(&name, Hooks::none()).await?;
+    successor_kept(lab, &name, b, f, Flaw::RetriedReleaseFreedSuccessor, "A's retried release (a bare DEL)").await
+}
+
+/// After A's stray release: does B still hold the lock, or is a third client granted it?
+async fn successor_kept(
+    lab: &Lab,
+    name: &str,
+    mut b: Box<dyn LabLock>,
+    f: &mut Findings,
+    flaw: Flaw,
+    how: &str,
+) -> Result<()> {
+    let mut c = lab.client(name, Hooks::none()).await?;
     if c.acquire(LONG_TTL).await? {
-        f.freed_successor(Flaw::RetriedReleaseFreedSuccessor, "A's retried release (a bare DEL)");
+        f.freed_successor(flaw, how);
         c.release().await?;
     } else {
         f.kept(Property::NoForeignUnlock);
@@ -538,13 +531,15 @@ async fn promoted_replica(scheme: Scheme, name: &str, f: &mut Findings) -> Resul
     must_acquire(&mut a, LONG_TTL, scheme).await?;
     master.kill();
     a.crash();
-    let mut b = scheme.open(&[replica.url()], name, Hooks::none(), Arc::new(Clock::system())).await?;
+    let reason = "the master died before A's grant reached its replica; the promoted replica granted B too";
+    second_grant(scheme, &replica.url(), name, f, Flaw::PromotedReplicaForgotLock, reason).await
+}
+
+/// Whether B is granted on `url` the lock A held when its node was lost.
+async fn second_grant(scheme: Scheme, url: &str, name: &str, f: &mut Findings, flaw: Flaw, reason: &str) -> Result<()> {
+    let mut b = scheme.open(&[url.to_owned()], name, Hooks::none(), Arc::new(Clock::system())).await?;
     if b.acquire(LONG_TTL).await? {
-        f.broke(
-            Property::SurvivesNodeLoss,
-            Flaw::PromotedReplicaForgotLock,
-            "the master died before A's grant reached its replica; the promoted replica granted B too",
-        );
+        f.broke(Property::SurvivesNodeLoss, flaw, reason);
     } else {
         f.kept(Property::SurvivesNodeLoss);
     }
@@ -559,18 +554,8 @@ async fn restart_without_persistence(scheme: Scheme, name: &str, f: &mut Finding
     must_acquire(&mut a, LONG_TTL, scheme).await?;
     server.restart().await?;
     a.crash();
-    let mut b = scheme.open(&[server.url()], name, Hooks::none(), Arc::new(Clock::system())).await?;
-    if b.acquire(LONG_TTL).await? {
-        f.broke(
-            Property::SurvivesNodeLoss,
-            Flaw::RestartForgotLock,
-            "the server restarted without persistence and granted B while A held the lock",
-        );
-    } else {
-        f.kept(Property::SurvivesNodeLoss);
-    }
-    b.crash();
-    Ok(())
+    let reason = "the server restarted without persistence and granted B while A held the lock";
+    second_grant(scheme, &server.url(), name, f, Flaw::RestartForgotLock, reason).await
 }
 
 /// Redlock's nodes: one restarts empty while A holds the lock (B must still be refused),

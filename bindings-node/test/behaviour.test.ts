@@ -6,12 +6,13 @@ import { after, before, describe, it } from 'node:test';
 
 import { BatonError, connect, type Client } from 'baton';
 
-import { eventually, label, rejectsWith, settlesWithin, sleep, storeUrls, uniq } from './helpers.js';
+import { eventually, label, noFairOrLatch, rejectsWith, settlesWithin, sleep, storeUrls, uniq } from './helpers.js';
 
 const T = { timeout: 60_000 };
 
 for (const url of storeUrls('behaviour')) {
   describe(`behaviour on ${label(url)}`, () => {
+    const skipFair = { ...T, skip: noFairOrLatch(url) };
     let client: Client;
     let other: Client;
     before(async () => {
@@ -159,7 +160,7 @@ for (const url of storeUrls('behaviour')) {
     });
 
     describe('abort', () => {
-      it('an aborted acquire rejects with the reason and leaves no hold or queue place', T, async () => {
+      it('an aborted acquire rejects with the reason and leaves no hold or queue place', skipFair, async () => {
         const name = uniq('abort');
         const holder = await client.lock(name).acquire();
         const ac = new AbortController();
@@ -191,7 +192,7 @@ for (const url of storeUrls('behaviour')) {
         await assert.rejects(client.lock(uniq('pre')).acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
       });
 
-      it('aborts every kind of wait', T, async () => {
+      it('aborts every kind of wait', skipFair, async () => {
         const ac = new AbortController();
         const name = uniq('every');
         const g = await client.lock(name).acquire();
@@ -265,7 +266,7 @@ for (const url of storeUrls('behaviour')) {
       });
     });
 
-    describe('fairLock', () => {
+    describe('fairLock', skipFair, () => {
       it('grants in request order', T, async () => {
         const name = uniq('fair');
         const first = await client.fairLock(name).acquire();
@@ -361,7 +362,7 @@ for (const url of storeUrls('behaviour')) {
       });
     });
 
-    describe('countDownLatch', () => {
+    describe('countDownLatch', skipFair, () => {
       it('opens at zero, waking waiters', T, async () => {
         const name = uniq('latch');
         const latch = client.countDownLatch(name);

@@ -16,6 +16,7 @@ Shared servers are isolated per test with the ``prefix`` URL option.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import uuid
@@ -62,6 +63,26 @@ def pytest_report_header(config: pytest.Config) -> List[str]:
     lines += [f"  {s}: {u}" for s, u in ENV_STORES.items()]
     lines += [f"  left out: {n}" for n in ENV_NOTES]
     return lines
+
+
+#: What a scheme does not offer (``Unsupported``, checked by the core's own suite in
+#: ``core/tests/<scheme>.rs``): a test calling one of these is skipped on that scheme.
+NOT_OFFERED: Dict[str, Tuple[str, ...]] = {"redlock": ("fair_lock", "count_down_latch")}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        store = str(params.get("store") or params.get("shared_url") or "")
+        scheme = ENV_STORES.get(store, "").split("://", 1)[0]
+        missing = NOT_OFFERED.get(scheme)
+        function = getattr(item, "function", None)
+        if not missing or function is None:
+            continue
+        used = [m for m in missing if m in inspect.getsource(function)]
+        if used:
+            reason = f"{scheme}:// has no {' or '.join(used)} (Unsupported; see core/tests/{scheme}.rs)"
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def store_url(store: str, tmp_path: Path) -> str:

@@ -127,6 +127,28 @@ impl StoreUrl {
     }
 }
 
+impl StoreUrl {
+    /// What names the store itself: scheme, hosts and path, without credentials or
+    /// options.
+    pub(crate) fn identity(&self) -> String {
+        format!("{}://{}{}", self.scheme, self.hosts, self.path)
+    }
+
+    /// This URL with another scheme, one `host` instead of the list and `options` as its
+    /// query; the credentials and the path stay as written (`redlock://` opens one
+    /// `redis://` store per node this way).
+    #[cfg_attr(not(feature = "redlock"), allow(dead_code))]
+    pub(crate) fn with_host(&self, scheme: &str, host: &str, options: &[(String, String)]) -> Result<StoreUrl> {
+        let rest = self.raw.split_once("://").map_or("", |(_, r)| r);
+        let before_query = rest.split_once('?').map_or(rest, |(b, _)| b);
+        let (authority, path) = before_query.find('/').map_or((before_query, ""), |i| before_query.split_at(i));
+        let userinfo = authority.rfind('@').map_or("", |i| &authority[..=i]);
+        let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(options).finish();
+        let query = if query.is_empty() { query } else { format!("?{query}") };
+        StoreUrl::parse(&format!("{scheme}://{userinfo}{host}{path}{query}"))
+    }
+}
+
 fn decode(s: &str) -> String {
     url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
         .next()
@@ -180,6 +202,16 @@ mod tests {
         assert_eq!((u.scheme(), u.hosts(), u.path()), ("memory", "", ""));
         let u = StoreUrl::parse("postgres://u:p%40ss@db/x").unwrap();
         assert_eq!((u.user(), u.password(), u.path()), (Some("u"), Some("p@ss"), "/x"));
+    }
+
+    #[test]
+    fn with_host_keeps_credentials_and_path() {
+        let u = StoreUrl::parse("redlock://u:p%40ss@h1:7001,h2:7002/3?retry_count=2&timeout=1s").unwrap();
+        let n = u.with_host("redis", "h2:7002", &[("timeout".into(), "1s".into())]).unwrap();
+        assert_eq!((n.scheme(), n.hosts(), n.path()), ("redis", "h2:7002", "/3"));
+        assert_eq!((n.user(), n.password(), n.option("timeout")), (Some("u"), Some("p@ss"), Some("1s")));
+        assert_eq!(n.option("retry_count"), None);
+        assert_eq!(n.to_string(), "redis://u:***@h2:7002/3?timeout=1s");
     }
 
     #[test]

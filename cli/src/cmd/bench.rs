@@ -26,6 +26,8 @@ const SETTLE: Duration = Duration::from_millis(1);
 ///   uncontended, 64 tasks: the same, 64 tasks at once, each on its own name
 ///   hand-off:              two handles contend on one name; latency from the holder's
 ///                          release call to the waiter's grant
+/// On redlock://, a fourth: acquire + release on Redlock and on its first node alone
+/// (redis://, default options), alternating one by one, and the ratio of their p50s.
 /// Uses lock names under `bench/` on the store.
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
@@ -51,7 +53,8 @@ struct Report {
 
 #[derive(Serialize)]
 struct Scenario {
-    /// `uncontended_1`, `uncontended_64` or `handoff`.
+    /// `uncontended_1`, `uncontended_64`, `handoff`; on Redlock also `redlock_paired` and
+    /// `single_node_paired`.
     name: &'static str,
     description: &'static str,
     tasks: usize,
@@ -67,7 +70,18 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     let limit = exit::duration("--duration", &args.duration)?;
     store.announce(true, verbose);
     let client = Client::connect(&store.url).await?;
-    let out = scenarios(&client, args.iterations, limit, !args.json).await;
+    let mut out = scenarios(&client, args.iterations, limit, !args.json).await;
+    if let (Ok(list), Some(node)) = (&mut out, first_node(&store.url)?) {
+        if !args.json {
+            eprintln!("baton: bench: redlock vs its first node alone…");
+        }
+        let single = Client::connect(&node).await?;
+        let paired = paired(&client, &single, args.iterations, limit).await;
+        single.close().await;
+        let (rl, one) = paired?;
+        list.push(scenario("redlock_paired", "redlock acquire+release, 1 task (paired)", 1, rl));
+        list.push(scenario("single_node_paired", "first node alone, same loop (paired)", 1, one));
+    }
     let url = client.url();
     client.close().await;
     let scenarios = out?;
@@ -97,6 +111,37 @@ async fn scenarios(client: &Client, max: u64, limit: Duration, progress: bool) -
         scenario("uncontended_64", "acquire+release, 64 tasks, a name each", MANY, many),
         scenario("handoff", "release -> waiter granted, 2 handles on one name", 2, handoff),
     ])
+}
+
+/// On `redlock://h1,h2,…[/db]`: `redis://h1[/db]` with the same credentials (no options:
+/// Redlock's are not the node's).
+fn first_node(url: &str) -> Result<Option<String>, Failure> {
+    let parsed = baton::StoreUrl::parse(url)?;
+    let Some(first) = parsed.host_list().first().map(|h| h.to_string()) else { return Ok(None) };
+    if parsed.scheme() != "redlock" {
+        return Ok(None);
+    }
+    let rest = url.split_once("://").map_or("", |(_, r)| r).split('?').next().unwrap_or("");
+    Ok(Some(format!("redis://{}", rest.replacen(parsed.hosts(), &first, 1))))
+}
+
+/// Acquire + release of one name on `a` and on `b` in turn, each timed on its own, until
+/// `max` pairs or `limit`: both see the same machine load.
+async fn paired(a: &Client, b: &Client, max: u64, limit: Duration) -> Result<(Sample, Sample), Failure> {
+    let (la, lb) = (a.lock("bench/paired"), b.lock("bench/paired-single"));
+    la.acquire().await?.release().await?;
+    lb.acquire().await?.release().await?;
+    let (mut ha, mut hb) = (histogram(), histogram());
+    let started = Instant::now();
+    while ha.len() < max && started.elapsed() < limit {
+        for (lock, hist) in [(&la, &mut ha), (&lb, &mut hb)] {
+            let t = Instant::now();
+            lock.acquire().await?.release().await?;
+            hist.saturating_record(nanos(t.elapsed()));
+        }
+    }
+    let elapsed = started.elapsed();
+    Ok((Sample { ops: ha.len(), elapsed, hist: ha }, Sample { ops: hb.len(), elapsed, hist: hb }))
 }
 
 /// What a scenario measured: operation count, wall time, per-operation latency (ns).
@@ -211,8 +256,13 @@ fn render(r: &Report) -> String {
             d(s.max_us),
         ]);
     }
+    let p50 = |name: &str| r.scenarios.iter().find(|s| s.name == name).map(|s| s.p50_us);
+    let ratio = match (p50("redlock_paired"), p50("single_node_paired")) {
+        (Some(rl), Some(one)) if one > 0.0 => format!("  redlock p50 / first node p50: x{:.2}\n", rl / one),
+        _ => String::new(),
+    };
     format!(
-        "baton bench on {} (at most {} ops or {} per scenario)\n{}",
+        "baton bench on {} (at most {} ops or {} per scenario)\n{}{ratio}",
         r.url,
         r.iterations,
         human(Duration::from_secs_f64(r.duration_ms / 1e3)),

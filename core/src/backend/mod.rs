@@ -6,6 +6,8 @@ mod etcd;
 pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redlock")]
+mod redlock;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod sql;
 mod stateful;
@@ -86,6 +88,23 @@ impl Subscription for WatchSub {
     }
 }
 
+/// Whichever of several subscriptions speaks first (a store listening in several places:
+/// channels of two kinds, or every node of `redlock://`).
+#[cfg(feature = "redis")]
+pub(crate) struct AnyOf(pub(crate) Vec<Box<dyn Subscription>>);
+
+#[cfg(feature = "redis")]
+#[async_trait]
+impl Subscription for AnyOf {
+    async fn changed(&mut self, until: Instant) -> Result<()> {
+        if self.0.is_empty() {
+            tokio::time::sleep_until(until).await;
+            return Ok(());
+        }
+        futures_util::future::select_all(self.0.iter_mut().map(|s| s.changed(until))).await.0
+    }
+}
+
 /// What a store must provide.
 ///
 /// Contract, which the behaviour suite checks for every store:
@@ -125,6 +144,14 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
     /// place back when the waiter leaves.
     fn queues_locks(&self) -> bool {
         false
+    }
+
+    /// How much of a `lease` the holder must not count on, beyond the time its request
+    /// took: `redlock://` allows for clock drift between its nodes (`ttl·factor + 2 ms`).
+    /// The engine ends its local view of a lease this much early.
+    fn lease_margin(&self, lease: Duration) -> Duration {
+        let _ = lease;
+        Duration::ZERO
     }
 
     /// Starts listening for changes of `key`.
@@ -194,6 +221,8 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
         "mysql" => Ok(Arc::new(sql::mysql::Mysql::open(url).await?)),
         #[cfg(feature = "redis")]
         "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::Redis::open(url).await?)),
+        #[cfg(feature = "redlock")]
+        "redlock" => Ok(Arc::new(redlock::Redlock::open(url).await?)),
         #[cfg(feature = "etcd")]
         "etcd" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
         #[cfg(feature = "etcd-http")]

@@ -238,13 +238,16 @@ pub(crate) struct Held {
     /// The ttl timer (explicit-ttl grants only).
     timer: Mutex<Option<AbortOnDrop<()>>>,
     renewer: Arc<renewer::Renewer>,
+    /// The store, for its lease margin (`Backend::lease_margin`).
+    backend: Arc<dyn Backend>,
     live_id: u64,
 }
 
 impl Held {
     fn start(slot: &Arc<Slot>, token: FencingToken, started: Instant) -> Arc<Held> {
         let spec = &slot.spec;
-        let deadline = watch::Sender::new(started + spec.lease.length());
+        let length = spec.lease.length();
+        let deadline = watch::Sender::new(started + length.saturating_sub(spec.ctx.backend.lease_margin(length)));
         let lost = CancellationToken::new();
         let timer = match spec.lease {
             Lease::Ttl(_) => Some(lease::start_ttl(
@@ -267,6 +270,7 @@ impl Held {
             deadline,
             timer: Mutex::new(timer),
             renewer: spec.ctx.renewer.clone(),
+            backend: spec.ctx.backend.clone(),
             live_id: spec.ctx.next_live.fetch_add(1, Ordering::Relaxed),
         });
         if let Lease::Watchdog { lease, renew } = spec.lease {
@@ -294,6 +298,6 @@ impl Held {
 
     /// Moves the local lease end after a successful extend.
     fn extended(&self, sent: Instant, lease: Duration) {
-        self.deadline.send_replace(sent + lease);
+        self.deadline.send_replace(sent + lease.saturating_sub(self.backend.lease_margin(lease)));
     }
 }

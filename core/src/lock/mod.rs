@@ -163,10 +163,14 @@ impl Lock {
         Lock { slot: slot(ctx, Family::Lock, name, opts, Mode::Exclusive, ""), name: name.to_owned() }
     }
 
-    /// A key for ordering locks canonically (store, then name).
+    /// A key for ordering locks canonically: the store (scheme, hosts and path: options
+    /// such as `?lease=` do not make another store), then the name as stored (with the
+    /// client's prefix), so that two clients of one store order the same locks alike.
     pub(crate) fn order_key(&self) -> (String, String) {
-        let store = self.slot.as_ref().map(|s| s.spec.ctx.url.to_string()).unwrap_or_default();
-        (store, self.name.clone())
+        match &self.slot {
+            Ok(s) => (s.spec.ctx.url.identity(), s.spec.key.name.clone()),
+            Err(_) => (String::new(), self.name.clone()),
+        }
     }
 }
 

@@ -42,7 +42,7 @@ use redis::{
 use self::keys::{LockKeys, RwKeys, SemKeys};
 use self::pubsub::{Channels, Hub};
 use self::scripts::{Lua, SCRIPTS};
-use super::{Backend, COMMON_OPTIONS, Family, Key, Subscription};
+use super::{AnyOf, Backend, COMMON_OPTIONS, Family, Key, Subscription};
 use crate::error::{Error, Result};
 use crate::inspect::Inspection;
 use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Request, Waiter};
@@ -297,6 +297,17 @@ fn count_arg(count: u32) -> u32 {
 
 impl Redis {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Redis> {
+        Redis::open_with(url, false).await
+    }
+
+    /// One node of `redlock://`: connected on first use (a node that is down when the
+    /// client starts must not stop it; the quorum decides), scripts loaded on the first
+    /// `NOSCRIPT`.
+    pub(crate) async fn open_node(url: &StoreUrl) -> Result<Redis> {
+        Redis::open_with(url, true).await
+    }
+
+    async fn open_with(url: &StoreUrl, lazy: bool) -> Result<Redis> {
         let (tls, cluster) = match url.scheme() {
             "redis" => (false, false),
             "rediss" => (true, false),
@@ -442,11 +453,17 @@ impl Redis {
             Conn::Cluster(c)
         } else {
             let client = client_of(info.clone().set_redis_settings(settings.clone()))?;
-            Conn::Single(ConnectionManager::new_with_config(client, config.clone()).await.map_err(cannot)?)
+            if lazy {
+                Conn::Single(ConnectionManager::new_lazy_with_config(client, config.clone()).map_err(cannot)?)
+            } else {
+                Conn::Single(ConnectionManager::new_with_config(client, config.clone()).await.map_err(cannot)?)
+            }
         };
         // Loaded once; a server that lost them (restart, SCRIPT FLUSH) gets them again on
         // the first NOSCRIPT.
-        load_scripts(&mut conn).await.map_err(|e| error(&store, e))?;
+        if !lazy {
+            load_scripts(&mut conn).await.map_err(|e| error(&store, e))?;
+        }
 
         // The subscriber connection: RESP3 push messages, connected on first use. On a
         // cluster, to the first node of the URL that answers now: a PUBLISH reaches every
@@ -987,34 +1004,35 @@ fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
         .collect()
 }
 
-/// Whichever of two subscriptions speaks first.
-struct Either(Box<dyn Subscription>, Box<dyn Subscription>);
-
-#[async_trait]
-impl Subscription for Either {
-    async fn changed(&mut self, until: tokio::time::Instant) -> Result<()> {
-        tokio::select! {
-            r = self.0.changed(until) => r,
-            r = self.1.changed(until) => r,
-        }
-    }
-}
-
-#[async_trait]
-impl Backend for Redis {
-    async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+/// The hooks of `redlock://`, which runs every step on each of its nodes through these.
+impl Redis {
+    /// One acquire attempt, with the node's token counter: the token of a grant, or the
+    /// counter as the busy node has it (`redlock://` reads the max-register from every
+    /// node that answers).
+    pub(crate) async fn acquire_counted(&self, key: &Key, req: &Request) -> Result<(Attempt, u64)> {
         self.check_slot(key)?;
+        if self.bare_counter(key, &req.holder) {
+            return Ok((self.rsem_acquire(key, req).await?, 0));
+        }
+        let v = self.acquire_reply(key, req).await?;
+        let attempt = self.attempt("acquire", &v)?;
+        let counter = match attempt {
+            Attempt::Granted { token, .. } => token,
+            Attempt::Busy { .. } => items(&v).and_then(|r| r.get(2)).and_then(uint).unwrap_or(0),
+        };
+        Ok((attempt, counter))
+    }
+
+    /// The raw reply of the acquire script of `key`'s layout.
+    async fn acquire_reply(&self, key: &Key, req: &Request) -> Result<Value> {
         if self.simple && key.family == Family::Lock {
             return self.simple_acquire(key, req).await;
-        }
-        if self.bare_counter(key, &req.holder) {
-            return self.rsem_acquire(key, req).await;
         }
         let n = &self.name(key);
         let lease = req.lease_ms.to_string();
         let enqueue = if req.enqueue { "1" } else { "0" };
         let qttl = req.queue_ttl_ms.to_string();
-        let v = match (&key.family, &req.mode) {
+        Ok(match (&key.family, &req.mode) {
             (Family::Lock, Mode::Exclusive | Mode::Fair) => {
                 let k = LockKeys::new(n);
                 let fair = if matches!(req.mode, Mode::Fair) { "1" } else { "0" };
@@ -1086,8 +1104,44 @@ impl Backend for Redis {
             (family, mode) => {
                 return Err(Error::backend(format!("internal error: {mode:?} on a {} key", family.as_str())));
             }
-        };
-        self.attempt("acquire", &v)
+        })
+    }
+
+    /// Raises the name's token counter to `token` (a max-register: never lowered) and
+    /// records `token` as `holder`'s, if it holds.
+    pub(crate) async fn raise_fence(&self, key: &Key, holder: &str, token: u64) -> Result<()> {
+        let n = self.name(key);
+        let holder = if key.family == Family::Semaphore { keys::canonical_holder(holder) } else { holder.to_owned() };
+        let field = format!("t:{holder}");
+        let (counter, meta) = (keys::token_counter(&n), keys::meta(&n));
+        self.eval(
+            &SCRIPTS.fence_raise,
+            &[counter.as_bytes(), meta.as_bytes()],
+            &[token.to_string().as_bytes(), field.as_bytes()],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The live state of `key` and the server's clock (ms).
+    pub(crate) async fn state(&self, key: &Key) -> Result<(KeyState, u64)> {
+        self.check_slot(key)?;
+        // Leases are absolute times on the server's clock.
+        match key.family {
+            Family::Lock if self.simple => self.simple_inspect(key).await,
+            Family::Lock => self.inspect_lock(key).await,
+            Family::RwLock => self.inspect_rw(key).await,
+            Family::Semaphore if self.rsemaphore => self.inspect_rsem(key).await,
+            Family::Semaphore => self.inspect_sem(key).await,
+            Family::Latch => Ok((KeyState { count: self.latch_count(key).await?, ..KeyState::default() }, 0)),
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for Redis {
+    async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        Ok(self.acquire_counted(key, req).await?.0)
     }
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
@@ -1199,7 +1253,7 @@ impl Backend for Redis {
             // (`notify-keyspace-events` with `K` and `g`/`x`), else by the re-check.
             let own = self.listen(keys::simple_channel(&n), true).await?;
             let space = self.listen(format!("__keyspace@{}__:{n}", self.db), false).await?;
-            return Ok(Box::new(Either(own, space)));
+            return Ok(Box::new(AnyOf(vec![own, space])));
         }
         self.listen(keys::channel(key.family, &n), key.family == Family::Lock).await
     }
@@ -1217,17 +1271,8 @@ impl Backend for Redis {
     }
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
-        self.check_slot(key)?;
-        // Leases are absolute times on the server's clock; `from_state` reports what is
-        // left of each at the server's `now`.
-        let (s, now) = match key.family {
-            Family::Lock if self.simple => self.simple_inspect(key).await?,
-            Family::Lock => self.inspect_lock(key).await?,
-            Family::RwLock => self.inspect_rw(key).await?,
-            Family::Semaphore if self.rsemaphore => self.inspect_rsem(key).await?,
-            Family::Semaphore => self.inspect_sem(key).await?,
-            Family::Latch => (KeyState { count: self.latch_count(key).await?, ..KeyState::default() }, 0),
-        };
+        // `from_state` reports what is left of each lease at the server's `now`.
+        let (s, now) = self.state(key).await?;
         Ok(Inspection::from_state(key, &s, now))
     }
 

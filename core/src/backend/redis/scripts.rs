@@ -5,7 +5,8 @@
 //! (`TIME`), never the client's.
 //!
 //! Reply conventions shared by the scripts:
-//! - acquire: `{1, token, count, fresh}` granted, `{0, retry_ms}` busy (`-1`: unknown),
+//! - acquire: `{1, token, count, fresh}` granted, `{0, retry_ms, counter}` busy (`-1`:
+//!   unknown; `counter`: the name's token counter, which `redlock://` reads from every node),
 //!   `{4}` refused upgrade, `{5}` the name holds another kind of object;
 //! - release: `{0}` not held, `{1}` freed, `{2, left}` still held, `{3, held}` more
 //!   than held asked back;
@@ -215,7 +216,7 @@ if hasq then
 end
 local p = redis.call('PTTL', KEYS[1])
 if p < 0 then p = -1 end
-return {0, p}
+return {0, p, tonumber(redis.call('GET', KEYS[4])) or 0}
 "#
 );
 
@@ -334,7 +335,7 @@ if free then
 end
 if not reading and ARGV[5] == '1' then enqueue(KEYS[2], KEYS[3], holder, now, tonumber(ARGV[6])) end
 if freed or qfreed > 0 then redis.call('PUBLISH', ARGV[8], 1) end
-return {0, least}
+return {0, least, tonumber(redis.call('GET', KEYS[4])) or 0}
 "#
 );
 
@@ -460,7 +461,7 @@ if first[2] then
   retry = tonumber(first[2]) - now
   if retry < 1 then retry = 1 end
 end
-return {0, retry}
+return {0, retry, tonumber(redis.call('GET', KEYS[3])) or 0}
 "#
 );
 
@@ -540,6 +541,18 @@ end
 return v
 "#;
 
+/// `redlock://`'s write-back of a grant's token to one node: the name's token counter is
+/// a max-register (raised to `token`, never lowered), and the holder's recorded token
+/// becomes the quorum's.
+///
+/// KEYS: counter, meta. ARGV: token, the holder's meta field (`t:<holder>`).
+const FENCE_RAISE: &str = r#"
+local t = tonumber(ARGV[1])
+if (tonumber(redis.call('GET', KEYS[1])) or 0) < t then redis.call('SET', KEYS[1], t) end
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then redis.call('HSET', KEYS[2], ARGV[2], t) end
+return 1
+"#;
+
 /// The simple lock (`?scheme=simple`): the key is a plain string holding the holder's
 /// token, set with `PX` (redis-py's `Lock`, redsync, node-redlock); baton's hold count and
 /// fencing token live in the side hash `meta` (`c:<holder>`, `t:<holder>`), which those
@@ -564,7 +577,7 @@ end
 if v then
   local p = redis.call('PTTL', KEYS[1])
   if p < 0 then p = -1 end
-  return {0, p}
+  return {0, p, tonumber(redis.call('GET', KEYS[2])) or 0}
 end
 local t = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], holder, 'PX', lease)
@@ -702,10 +715,11 @@ pub(super) struct Scripts {
     pub(super) rsem_release: Lua,
     pub(super) rsem_renew: Lua,
     pub(super) rsem_inspect: Lua,
+    pub(super) fence_raise: Lua,
 }
 
 impl Scripts {
-    pub(super) fn all(&self) -> [&Lua; 24] {
+    pub(super) fn all(&self) -> [&Lua; 25] {
         [
             &self.lock_acquire,
             &self.lock_release,
@@ -731,6 +745,7 @@ impl Scripts {
             &self.rsem_release,
             &self.rsem_renew,
             &self.rsem_inspect,
+            &self.fence_raise,
         ]
     }
 }
@@ -760,4 +775,5 @@ pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     rsem_release: Lua::new(RSEM_RELEASE),
     rsem_renew: Lua::new(RSEM_RENEW),
     rsem_inspect: Lua::new(RSEM_INSPECT),
+    fence_raise: Lua::new(FENCE_RAISE),
 });

@@ -8,14 +8,14 @@
 
 use std::time::Duration;
 
-use redis::Cmd;
+use redis::{Cmd, Value};
 
 use super::keys::SimpleKeys;
 use super::scripts::SCRIPTS;
 use super::{Redis, bytes, bytes_u64, evalsha, expiry, int, items, ms, pairs, uint};
 use crate::backend::Key;
 use crate::error::{Error, Result};
-use crate::state::{Attempt, Hold, HoldMode, KeyState, Mode, Released, Request};
+use crate::state::{Hold, HoldMode, KeyState, Mode, Released, Request};
 
 /// What a fair lock under `?scheme=simple` answers.
 pub(super) fn fair_unsupported(store: &str) -> Error {
@@ -26,20 +26,19 @@ pub(super) fn fair_unsupported(store: &str) -> Error {
 }
 
 impl Redis {
-    pub(super) async fn simple_acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+    /// The raw reply of the acquire script (`Redis::attempt` reads it).
+    pub(super) async fn simple_acquire(&self, key: &Key, req: &Request) -> Result<Value> {
         if !matches!(req.mode, Mode::Exclusive) {
             return Err(fair_unsupported(&self.store));
         }
         let k = SimpleKeys::new(&self.name(key));
         let lease = req.lease_ms.to_string();
-        let v = self
-            .eval(
-                &SCRIPTS.simple_acquire,
-                &[k.key.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()],
-                &[req.holder.as_bytes(), lease.as_bytes()],
-            )
-            .await?;
-        self.attempt("acquire", &v)
+        self.eval(
+            &SCRIPTS.simple_acquire,
+            &[k.key.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()],
+            &[req.holder.as_bytes(), lease.as_bytes()],
+        )
+        .await
     }
 
     pub(super) async fn simple_release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {

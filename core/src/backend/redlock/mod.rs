@@ -1,0 +1,574 @@
+//! `redlock://[user[:password]@]h1:p1,h2:p2,…[/db]`: the Redlock algorithm over N
+//! independent Redis masters. Each node is a `redis://` store of its own (the Redis
+//! store's scripts and layouts, Redisson's by default, `?scheme=simple` for the
+//! `SET NX PX` layout of redsync and node-redlock); every step goes to all nodes at once,
+//! each bounded by the node timeout, and the answers are combined by quorum (`quorum`):
+//! - acquire: granted only when a quorum granted and time is left of the lease
+//!   (`ttl − elapsed − drift`); otherwise whatever was taken is given back on every node,
+//!   and a split or an unreachable quorum is tried again after a random delay;
+//! - the fencing token: each node's token counter is a max-register; the token of a grant
+//!   is above every counter the answering nodes report, and is written back to the
+//!   granting nodes that had less (`quorum::fence` says why it only grows, across nodes
+//!   restarted empty too);
+//! - renew (extend, watchdog): a quorum must renew, else the hold is lost;
+//! - release: on every node; waking: a subscription on every node (any node's message
+//!   is a hint: the engine re-checks with an attempt).
+//!
+//! `Lock`, `RwLock`, `Semaphore` and `PermitSemaphore` run on Redlock; a fair lock (each
+//! node would keep its own queue, in its own order) and a count-down latch (a quorum of
+//! counters cannot count down exactly once) are `Unsupported`. docs/redlock.md has the
+//! options and the rule for restarting a node.
+
+mod quorum;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::future::join_all;
+use rand::Rng;
+use tokio::time::Instant;
+
+use super::redis::Redis;
+use super::{AnyOf, Backend, COMMON_OPTIONS, Family, Key, Subscription};
+use crate::error::{Error, ErrorKind, Result};
+use crate::inspect::Inspection;
+use crate::state::{Attempt, Hold, KeyState, Mode, Released, Request, Waiter};
+use crate::url::StoreUrl;
+
+use self::quorum::{Tally, Verdict};
+
+/// Options of `redlock://` itself.
+const OPTIONS: &[&str] = &["retry_count", "retry_delay", "retry_jitter", "node_timeout", "drift_factor"];
+/// Options handed to every node's `redis://` store.
+const NODE_OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme"];
+const DEFAULT_RETRY_COUNT: u32 = 3;
+const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(50);
+const DEFAULT_RETRY_JITTER: Duration = Duration::from_millis(50);
+const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
+/// The node timeout of a step without a lease (release, inspect, subscribe) unless
+/// `?node_timeout=` says otherwise.
+const STEP_TIMEOUT: Duration = Duration::from_secs(1);
+/// Semaphore limits remembered for renewals (a renewal does not carry the limit); past
+/// this many names the map starts over, and a renewal of a forgotten name needs every
+/// node. Also the size at which the process's gates are swept.
+const LIMITS_KEPT: usize = 4096;
+
+/// One node and its address (for messages).
+struct Node {
+    redis: Redis,
+    at: String,
+}
+
+/// The Redlock store of one client.
+pub(crate) struct Redlock {
+    nodes: Vec<Node>,
+    /// `Redlock <url>`, password redacted: the prefix of its own messages.
+    store: String,
+    retry_count: u32,
+    retry_delay: Duration,
+    retry_jitter: Duration,
+    node_timeout: Option<Duration>,
+    drift_factor: f64,
+    /// The limit of every semaphore this client took permits of (renewals need its
+    /// quorum).
+    limits: Mutex<HashMap<Key, u32>>,
+}
+
+impl std::fmt::Debug for Redlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redlock").field("store", &self.store).finish_non_exhaustive()
+    }
+}
+
+fn bad_option(url: &StoreUrl, name: &str, want: &str, got: &str) -> Error {
+    Error::invalid_argument(format!("option `{name}` of {url} must be {want}, not `{got}`"))
+}
+
+/// A duration option of at most an hour; `0` (any unit) too when `zero_ok`.
+fn duration_option(url: &StoreUrl, name: &str, default: Duration, zero_ok: bool) -> Result<Duration> {
+    let Some(v) = url.option(name) else { return Ok(default) };
+    let want =
+        if zero_ok { "a duration from 0 to 1h (such as 50ms)" } else { "a duration above 0, up to 1h (such as 50ms)" };
+    // `duration::parse` refuses 0 (no timeout or lease may be zero); a pause may.
+    let t = v.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len()));
+    let zero = num.trim().parse::<f64>() == Ok(0.0) && matches!(unit, "" | "ms" | "s" | "m" | "min" | "h");
+    match crate::duration::parse(v) {
+        _ if zero && zero_ok => Ok(Duration::ZERO),
+        Ok(d) if d <= Duration::from_secs(3600) => Ok(d),
+        _ => Err(bad_option(url, name, want, v)),
+    }
+}
+
+/// One gate per store and key in this process: the attempts of its clients on one key
+/// take turns, so that they never split the nodes between themselves (a split costs
+/// every side a release and a random pause); the others learn `Busy` from a quorum.
+fn gate(store: &str, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
+    type Gates = Mutex<HashMap<(String, Key), Weak<tokio::sync::Mutex<()>>>>;
+    static GATES: LazyLock<Gates> = LazyLock::new(Gates::default);
+    let mut gates = GATES.lock().unwrap_or_else(|p| p.into_inner());
+    let id = (store.to_owned(), key.clone());
+    if let Some(g) = gates.get(&id).and_then(Weak::upgrade) {
+        return g;
+    }
+    if gates.len() >= LIMITS_KEPT {
+        gates.retain(|_, g| g.strong_count() > 0);
+    }
+    let g = Arc::new(tokio::sync::Mutex::new(()));
+    gates.insert(id, Arc::downgrade(&g));
+    g
+}
+
+impl Redlock {
+    pub(crate) async fn open(url: &StoreUrl) -> Result<Redlock> {
+        url.check_options(&[COMMON_OPTIONS, OPTIONS, NODE_OPTIONS].concat())?;
+        let hosts = url.host_list();
+        if hosts.is_empty() {
+            return Err(Error::invalid_url(format!(
+                "{url} names no node: redlock://host1:port1,host2:port2,host3:port3 (an odd number of independent \
+                 Redis masters, 5 in the usual setup)"
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = hosts.iter().find(|h| !seen.insert(h.to_ascii_lowercase())) {
+            return Err(Error::invalid_url(format!(
+                "{url} names the node `{twice}` twice: each node counts once toward the quorum"
+            )));
+        }
+        let retry_count = match url.option("retry_count") {
+            None => DEFAULT_RETRY_COUNT,
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n <= 1000)
+                .ok_or_else(|| bad_option(url, "retry_count", "a whole number from 0 to 1000", v))?,
+        };
+        let retry_delay = duration_option(url, "retry_delay", DEFAULT_RETRY_DELAY, true)?;
+        let retry_jitter = duration_option(url, "retry_jitter", DEFAULT_RETRY_JITTER, true)?;
+        let node_timeout = url
+            .option("node_timeout")
+            .map(|_| duration_option(url, "node_timeout", STEP_TIMEOUT, false))
+            .transpose()?;
+        let drift_factor = match url.option("drift_factor") {
+            None => DEFAULT_DRIFT_FACTOR,
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && (0.0..0.5).contains(f))
+                .ok_or_else(|| bad_option(url, "drift_factor", "a number from 0 up to (not including) 0.5", v))?,
+        };
+        let node_options: Vec<(String, String)> =
+            url.options().iter().filter(|(k, _)| NODE_OPTIONS.contains(&k.as_str())).cloned().collect();
+        let opened = join_all(hosts.iter().map(|h| async {
+            let node_url = url.with_host("redis", h, &node_options)?;
+            let redis = Redis::open_node(&node_url).await?;
+            Ok::<Node, Error>(Node { redis, at: (*h).to_owned() })
+        }))
+        .await;
+        let nodes = opened.into_iter().collect::<Result<Vec<_>>>()?;
+        Ok(Redlock {
+            nodes,
+            store: format!("Redlock {url}"),
+            retry_count,
+            retry_delay,
+            retry_jitter,
+            node_timeout,
+            drift_factor,
+            limits: Mutex::default(),
+        })
+    }
+
+    /// How long one node may take with a step of a `lease`-long hold: `?node_timeout=`,
+    /// else a tenth of the lease between 100 ms and 1 s — far below the lease, so that a
+    /// dead node costs little of it, yet above a loaded machine's hiccups.
+    fn per_node(&self, lease: Duration) -> Duration {
+        self.node_timeout.unwrap_or_else(|| (lease / 10).clamp(Duration::from_millis(100), STEP_TIMEOUT))
+    }
+
+    /// How long one node may take with a step that has no lease (release, inspect,
+    /// subscribe): `?node_timeout=`, else 1 s.
+    fn step_limit(&self) -> Duration {
+        self.node_timeout.unwrap_or(STEP_TIMEOUT)
+    }
+
+    /// Runs `step` on every node at once, each bounded by `limit`; one answer per node.
+    async fn each<'a, T, F, Fut>(&'a self, limit: Duration, step: F) -> Vec<Result<T>>
+    where
+        F: Fn(&'a Redis) -> Fut,
+        Fut: Future<Output = Result<T>> + 'a,
+    {
+        join_all(self.nodes.iter().map(|n| {
+            let fut = step(&n.redis);
+            async move {
+                match tokio::time::timeout(limit, fut).await {
+                    Ok(r) => r,
+                    Err(_) => Err(Error::connection(format!("Redis node {}: no answer within {limit:?}", n.at))),
+                }
+            }
+        }))
+        .await
+    }
+
+    /// The quorum of a step on `key` (a semaphore's depends on its limit).
+    fn need(&self, key: &Key) -> usize {
+        let limit = match key.family {
+            Family::Semaphore => self.limits.lock().unwrap_or_else(|p| p.into_inner()).get(key).copied(),
+            _ => Some(1),
+        };
+        limit.map_or(self.nodes.len(), |l| quorum::quorum(self.nodes.len(), l))
+    }
+
+    fn no_quorum(&self, what: &str, answered: usize, need: usize, first: Option<Error>) -> Error {
+        let cause = first.map(|e| format!(": {}", e.message())).unwrap_or_default();
+        Error::connection(format!(
+            "{}: no quorum to {what}: {answered} of {} nodes answered, {need} needed{cause}",
+            self.store,
+            self.nodes.len()
+        ))
+    }
+
+    /// Gives back what one failed round took: one re-entry on the nodes that counted one
+    /// more, or the whole fresh hold on the nodes that granted and on those whose answer
+    /// never came (it may have landed).
+    async fn undo(&self, key: &Key, holder: &str, answers: &[Result<(Attempt, u64)>], reentry: bool) {
+        let limit = self.step_limit();
+        let count = if reentry { 1 } else { u32::MAX };
+        join_all(self.nodes.iter().zip(answers).filter_map(|(n, a)| {
+            let took = matches!(a, Ok((Attempt::Granted { .. }, _))) || (!reentry && a.is_err());
+            took.then(|| tokio::time::timeout(limit, n.redis.release(key, holder, count)))
+        }))
+        .await;
+    }
+
+    /// Writes `token` back to the granting nodes whose counter is below it; how many
+    /// granting nodes hold it afterwards.
+    async fn write_back(&self, key: &Key, req: &Request, answers: &[Result<(Attempt, u64)>], token: u64) -> usize {
+        let limit = self.per_node(Duration::from_millis(req.lease_ms));
+        let mut at_token = 0;
+        let mut raise = Vec::new();
+        for (n, a) in self.nodes.iter().zip(answers) {
+            match a {
+                Ok((Attempt::Granted { .. }, t)) if *t >= token => at_token += 1,
+                Ok((Attempt::Granted { .. }, _)) => {
+                    raise.push(tokio::time::timeout(limit, n.redis.raise_fence(key, &req.holder, token)))
+                }
+                _ => {}
+            }
+        }
+        at_token + join_all(raise).await.into_iter().filter(|r| matches!(r, Ok(Ok(())))).count()
+    }
+
+    /// A random pause before the next round: `retry_delay` plus up to `retry_jitter`, so
+    /// that clients that split the nodes between them do not collide again.
+    async fn pause(&self) {
+        let jitter = u64::try_from(self.retry_jitter.as_millis()).unwrap_or(u64::MAX);
+        let extra = Duration::from_millis(rand::rng().random_range(0..=jitter));
+        tokio::time::sleep(self.retry_delay + extra).await;
+    }
+}
+
+/// The fencing token and hold count of a granting round: a re-entry keeps the hold's
+/// token (the largest the nodes recorded); a fresh grant gets one above every counter.
+fn granted(answers: &[Result<(Attempt, u64)>]) -> (u64, u32, bool) {
+    let mut reentry = None::<(u64, u32)>;
+    let (mut tokens, mut busy, mut count) = (Vec::new(), Vec::new(), 1);
+    for a in answers.iter().flatten() {
+        match a {
+            (Attempt::Granted { token, count: c, fresh: false }, _) => {
+                let (t, k) = reentry.get_or_insert((0, 0));
+                (*t, *k) = ((*t).max(*token), (*k).max(*c));
+            }
+            (Attempt::Granted { token, count: c, fresh: true }, _) => {
+                tokens.push(*token);
+                count = *c;
+            }
+            (Attempt::Busy { .. }, counter) => busy.push(*counter),
+        }
+    }
+    match reentry {
+        Some((token, count)) => (token, count, false),
+        None => (quorum::fence(tokens, busy), count, true),
+    }
+}
+
+/// Merges the nodes' views of a key: the holds and waiters a quorum of nodes agrees on
+/// (each with the least lease left), the largest counter. Times are made relative to
+/// each node's own clock (the result's `now` is 0).
+fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
+    let mut holds: Vec<(Hold, usize)> = Vec::new();
+    let mut queue: Vec<(Waiter, usize)> = Vec::new();
+    let mut fence = 0;
+    for (s, now) in views {
+        fence = fence.max(s.fence);
+        for mut h in s.holds {
+            h.expires_ms = h.expires_ms.saturating_sub(now);
+            match holds.iter_mut().find(|(x, _)| x.holder == h.holder) {
+                Some((x, seen)) => {
+                    *seen += 1;
+                    x.expires_ms = x.expires_ms.min(h.expires_ms);
+                    x.token = x.token.max(h.token);
+                    x.count = x.count.min(h.count);
+                }
+                None => holds.push((h, 1)),
+            }
+        }
+        for mut w in s.queue {
+            w.expires_ms = w.expires_ms.saturating_sub(now);
+            match queue.iter_mut().find(|(x, _)| x.holder == w.holder) {
+                Some((x, seen)) => {
+                    *seen += 1;
+                    x.expires_ms = x.expires_ms.min(w.expires_ms);
+                }
+                None => queue.push((w, 1)),
+            }
+        }
+    }
+    KeyState {
+        fence,
+        holds: holds.into_iter().filter(|(_, seen)| *seen >= need).map(|(h, _)| h).collect(),
+        queue: queue.into_iter().filter(|(_, seen)| *seen >= need).map(|(w, _)| w).collect(),
+        count: 0,
+    }
+}
+
+#[async_trait]
+impl Backend for Redlock {
+    async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        let limit = match req.mode {
+            Mode::Fair => {
+                return Err(Error::unsupported(format!(
+                    "{}: fair locks are not available on redlock:// (each node would keep its own queue, in its own \
+                     order); use a plain lock here, or a fair lock on redis://",
+                    self.store
+                )));
+            }
+            Mode::Permits { limit, .. } => {
+                let mut limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
+                if limits.len() >= LIMITS_KEPT && !limits.contains_key(key) {
+                    limits.clear();
+                }
+                limits.insert(key.clone(), limit);
+                limit
+            }
+            _ => 1,
+        };
+        let n = self.nodes.len();
+        let need = quorum::quorum(n, limit);
+        let ttl = Duration::from_millis(req.lease_ms);
+        let drift = quorum::drift(ttl, self.drift_factor);
+        let gate = gate(&self.store, key);
+        let _turn = gate.lock().await;
+        let mut round = 0;
+        loop {
+            let start = Instant::now();
+            let answers = self.each(self.per_node(ttl), |r| r.acquire_counted(key, req)).await;
+            let reentry = answers.iter().any(|a| matches!(a, Ok((Attempt::Granted { fresh: false, .. }, _))));
+            let mut tally = Tally { nodes: n, granted: 0, busy: 0 };
+            let (mut retry_ms, mut first_err) = (None::<u64>, None::<Error>);
+            for a in &answers {
+                match a {
+                    Ok((Attempt::Granted { .. }, _)) => tally.granted += 1,
+                    Ok((Attempt::Busy { retry_ms: r }, _)) => {
+                        tally.busy += 1;
+                        retry_ms = match (retry_ms, r) {
+                            (Some(a), Some(b)) => Some(a.min(*b)),
+                            (a, b) => a.or(*b),
+                        };
+                    }
+                    // The same refusal comes from every node (a name used by another kind
+                    // of primitive, an upgrade, a bad count): no quorum changes it.
+                    Err(e) if e.kind() != ErrorKind::Connection => {
+                        let e = e.clone();
+                        self.undo(key, &req.holder, &answers, reentry).await;
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        first_err.get_or_insert_with(|| e.clone());
+                    }
+                }
+            }
+            let mut valid = quorum::validity(ttl, start.elapsed(), drift).is_some();
+            let verdict = quorum::verdict(tally, need, valid);
+            if verdict == Verdict::Grant {
+                let (token, count, fresh) = granted(&answers);
+                if self.write_back(key, req, &answers, token).await >= need {
+                    valid = quorum::validity(ttl, start.elapsed(), drift).is_some();
+                    if valid {
+                        return Ok(Attempt::Granted { token, count, fresh });
+                    }
+                }
+            }
+            self.undo(key, &req.holder, &answers, reentry).await;
+            round += 1;
+            match verdict {
+                Verdict::Busy => return Ok(Attempt::Busy { retry_ms }),
+                _ if round <= self.retry_count => self.pause().await,
+                Verdict::Unreachable => {
+                    return Err(self.no_quorum("acquire", tally.granted + tally.busy, need, first_err));
+                }
+                Verdict::Grant | Verdict::Retry => return Ok(Attempt::Busy { retry_ms }),
+            }
+        }
+    }
+
+    /// The drift of the validity (`ttl − elapsed − drift`): the engine already counts the
+    /// elapsed time from before the request.
+    fn lease_margin(&self, lease: Duration) -> Duration {
+        quorum::drift(lease, self.drift_factor)
+    }
+
+    async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
+        let answers = self.each(self.per_node(lease), |r| r.renew(key, holder, lease)).await;
+        let need = self.need(key);
+        let renewed = answers.iter().filter(|a| matches!(a, Ok(true))).count();
+        let gone = answers.iter().filter(|a| matches!(a, Ok(false))).count();
+        if renewed >= need {
+            Ok(true)
+        } else if gone > self.nodes.len() - need {
+            // A quorum no longer holds it: lost, whatever the rest would say.
+            Ok(false)
+        } else {
+            let first = answers.into_iter().find_map(|a| a.err());
+            Err(self.no_quorum("renew", renewed + gone, need, first))
+        }
+    }
+
+    /// One pipelined batch per node, all nodes at once.
+    async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
+        let answers = self.each(self.per_node(lease), |r| r.renew_many(items, lease)).await;
+        let mut out = Vec::with_capacity(items.len());
+        for (i, (key, _)) in items.iter().enumerate() {
+            let need = self.need(key);
+            let (mut renewed, mut gone) = (0, 0);
+            for a in answers.iter().flatten() {
+                match a.get(i) {
+                    Some(true) => renewed += 1,
+                    Some(false) => gone += 1,
+                    None => {}
+                }
+            }
+            if renewed >= need {
+                out.push(true);
+            } else if gone > self.nodes.len() - need {
+                out.push(false);
+            } else {
+                let first = answers.into_iter().find_map(|a| a.err());
+                return Err(self.no_quorum("renew", renewed + gone, need, first));
+            }
+        }
+        Ok(out)
+    }
+
+    /// On every node. Freed where any node freed it (the others had lost it already);
+    /// still held where a re-entry remains.
+    async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
+        let answers = self.each(self.step_limit(), |r| r.release(key, holder, count)).await;
+        let mut out: Option<Released> = None;
+        let mut first_err = None;
+        for a in answers {
+            out = match (a, out) {
+                (Err(e), o) => {
+                    if e.kind() != ErrorKind::Connection {
+                        return Err(e);
+                    }
+                    first_err.get_or_insert(e);
+                    o
+                }
+                (Ok(Released::StillHeld(c)), Some(Released::StillHeld(d))) => Some(Released::StillHeld(c.max(d))),
+                (Ok(Released::StillHeld(c)), _) => Some(Released::StillHeld(c)),
+                (Ok(_), Some(Released::StillHeld(d))) => Some(Released::StillHeld(d)),
+                (Ok(Released::Freed), _) | (Ok(Released::NotHeld), Some(Released::Freed)) => Some(Released::Freed),
+                (Ok(Released::NotHeld), _) => Some(Released::NotHeld),
+            };
+        }
+        out.ok_or_else(|| self.no_quorum("release", 0, 1, first_err))
+    }
+
+    async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
+        let answers = self.each(self.step_limit(), |r| r.leave_queue(key, holder)).await;
+        match answers.iter().any(|a| a.is_ok()) {
+            true => Ok(()),
+            false => Err(self.no_quorum("leave the queue", 0, 1, answers.into_iter().find_map(|a| a.err()))),
+        }
+    }
+
+    /// A subscription on every node that answers: any node's message wakes.
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        let subs = self.each(self.step_limit(), |r| r.subscribe(key)).await;
+        let (ok, errs): (Vec<_>, Vec<_>) = subs.into_iter().partition(|s| s.is_ok());
+        if ok.is_empty() {
+            return Err(self.no_quorum("subscribe", 0, 1, errs.into_iter().find_map(|e| e.err())));
+        }
+        Ok(Box::new(AnyOf(ok.into_iter().flatten().collect())))
+    }
+
+    async fn inspect(&self, key: &Key) -> Result<Inspection> {
+        if key.family == Family::Latch {
+            return Err(latch_unsupported(&self.store));
+        }
+        let views = self.each(self.step_limit(), |r| r.state(key)).await;
+        let need = quorum::quorum(self.nodes.len(), 1);
+        let (ok, errs): (Vec<_>, Vec<_>) = views.into_iter().partition(|v| v.is_ok());
+        if ok.len() < need {
+            return Err(self.no_quorum("inspect", ok.len(), need, errs.into_iter().find_map(|e| e.err())));
+        }
+        Ok(Inspection::from_state(key, &merge(ok.into_iter().flatten().collect(), need), 0))
+    }
+
+    async fn latch_try_set(&self, _key: &Key, _count: u64) -> Result<bool> {
+        Err(latch_unsupported(&self.store))
+    }
+
+    async fn latch_count_down(&self, _key: &Key) -> Result<u64> {
+        Err(latch_unsupported(&self.store))
+    }
+
+    async fn latch_count(&self, _key: &Key) -> Result<u64> {
+        Err(latch_unsupported(&self.store))
+    }
+
+    async fn close(&self) {
+        join_all(self.nodes.iter().map(|n| n.redis.close())).await;
+    }
+}
+
+fn latch_unsupported(store: &str) -> Error {
+    Error::unsupported(format!(
+        "{store}: count-down latches are not available on redlock:// (a quorum of counters cannot count down exactly \
+         once); use redis:// or another store for latches"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::HoldMode;
+
+    fn hold(holder: &str, token: u64, expires_ms: u64) -> Hold {
+        Hold { holder: holder.into(), mode: HoldMode::Exclusive, count: 1, token, expires_ms }
+    }
+
+    #[test]
+    fn a_fresh_grant_is_above_every_counter_and_a_reentry_keeps_its_token() {
+        let g = |token, fresh| Ok((Attempt::Granted { token, count: 1, fresh }, token));
+        let busy = |c| Ok((Attempt::Busy { retry_ms: None }, c));
+        let down = || Err(Error::connection("down"));
+        assert_eq!(granted(&[g(3, true), g(1, true), g(3, true), busy(5), down()]), (6, 1, true));
+        assert_eq!(granted(&[g(4, false), g(4, false), g(1, true)]), (4, 1, false));
+    }
+
+    #[test]
+    fn merge_keeps_what_a_quorum_agrees_on() {
+        let views = vec![
+            (KeyState { fence: 4, holds: vec![hold("a", 4, 1_500)], ..KeyState::default() }, 1_000),
+            (KeyState { fence: 9, holds: vec![hold("a", 4, 10_400)], ..KeyState::default() }, 10_000),
+            (KeyState { fence: 1, holds: vec![hold("b", 1, 900)], ..KeyState::default() }, 0),
+        ];
+        let s = merge(views, 2);
+        assert_eq!(s.fence, 9);
+        assert_eq!(s.holds, vec![hold("a", 4, 400)]);
+    }
+}

@@ -1,0 +1,241 @@
+//! The behaviour suite on `redlock://` (the 5 independent Redis servers of
+//! `scripts/services`, URL in `BATON_TEST_REDLOCK_URL`), for every primitive Redlock
+//! runs: locks, read-write locks, semaphores and permit semaphores. A fair lock and a
+//! count-down latch are `Unsupported` there (checked below), so the checks that use them
+//! are left out. Node faults (killed and restarted nodes) are in `redlock_faults.rs`, on
+//! servers of the test's own.
+#![cfg(feature = "redlock")]
+
+mod behaviour;
+
+use std::time::Duration;
+
+use baton::{Client, ErrorKind};
+use behaviour::{Store, bounded, expect_err, unique};
+
+fn server() -> String {
+    match std::env::var("BATON_TEST_REDLOCK_URL") {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDLOCK_URL"),
+        Err(_) => {
+            eprintln!(
+                "BATON_TEST_REDLOCK_URL is not set: skipping the Redlock tests (run `scripts/services start redlock` \
+                 and source its services.env)"
+            );
+            std::process::exit(0);
+        }
+    }
+}
+
+fn store() -> Store {
+    Store { url: server(), keep: None }
+}
+
+behaviour_suite!(@tests crate::store;
+    lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter,
+    lock::reentrancy, lock::owner_option_reenters, lock::ttl_expiry_is_lost,
+    lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock, lock::stalled_holder_frees,
+    lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
+    lock::cancelled_acquire_leaves_nothing, lock::close_releases,
+    rw::readers_share_writer_excludes, rw::writer_not_starved, rw::downgrade_and_no_upgrade,
+    semaphore::never_more_than_permits, semaphore::many_and_available, semaphore::crashed_permits_return,
+    permits::ids_and_release_by_id, permits::lease_expiry_and_update,
+    multi::all_or_nothing, multi::no_deadlock,
+    errors::bad_names, errors::bad_durations, errors::bad_permits, errors::bad_urls, errors::closed_client,
+    lock::watchdog_default_renewal,
+    rw::many_readers_at_once, rw::release_wakes_reader, rw::upgrade_waiting_forms_fail_fast,
+    rw::reentrant_read_and_write, rw::crashed_writer_lease_ends, rw::vanished_writer_unblocks_readers,
+    semaphore::waiter_woken_and_dropped_permit_returns,
+    permits::ids_unique_across_clients, permits::crashed_watchdog_permit_returns,
+    multi::timeout_cancel_and_dedup, multi::overlapping_subsets_exclude,
+    errors::bad_store_options, errors::passwords_never_in_messages, errors::bad_durations_everywhere,
+    errors::closed_everywhere, errors::odd_names_are_distinct,
+    lock::watchdog_renews_many,
+    rw::random_cancellation_leaves_no_writer_place, permits::permit_lost_when_released_elsewhere,
+);
+cross_process_suite!(crate::store);
+
+/// `url` with a query option added.
+fn with_option(url: &str, opt: &str) -> String {
+    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+}
+
+/// A fair lock and a count-down latch are refused with a clear `Unsupported`, before
+/// anything is written.
+#[tokio::test]
+async fn fair_locks_and_latches_are_unsupported() {
+    let c = Client::connect(&server()).await.unwrap();
+    let name = unique("rl-unsupported");
+    expect_err(c.fair_lock(&name).try_acquire().await, ErrorKind::Unsupported, "fair locks are not available");
+    let latch = c.count_down_latch(&name);
+    expect_err(latch.try_set_count(2).await, ErrorKind::Unsupported, "count-down latches are not available");
+    expect_err(latch.count_down().await, ErrorKind::Unsupported, "redlock://");
+    expect_err(latch.count().await, ErrorKind::Unsupported, "redlock://");
+    // The lock of the same name is untouched.
+    assert!(c.lock(&name).try_acquire().await.unwrap().is_some());
+}
+
+/// URL forms and options: checked before any node is asked.
+#[tokio::test]
+async fn url_forms_and_options() {
+    let base = server();
+    for (opt, kind, needle) in [
+        ("retry_count=-1", ErrorKind::InvalidArgument, "retry_count"),
+        ("retry_count=1001", ErrorKind::InvalidArgument, "0 to 1000"),
+        ("retry_delay=soon", ErrorKind::InvalidArgument, "retry_delay"),
+        ("retry_jitter=2h", ErrorKind::InvalidArgument, "retry_jitter"),
+        ("node_timeout=0ms", ErrorKind::InvalidArgument, "node_timeout"),
+        ("drift_factor=0.5", ErrorKind::InvalidArgument, "drift_factor"),
+        ("drift_factor=NaN", ErrorKind::InvalidArgument, "drift_factor"),
+        ("semaphore=rsemaphore", ErrorKind::InvalidUrl, "unknown option `semaphore`"),
+        ("bogus=1", ErrorKind::InvalidUrl, "unknown option `bogus`"),
+    ] {
+        expect_err(Client::connect(&with_option(&base, opt)).await, kind, needle);
+    }
+    expect_err(Client::connect("redlock://").await, ErrorKind::InvalidUrl, "names no node");
+    expect_err(Client::connect("redlock://127.0.0.1:7001,127.0.0.1:7001").await, ErrorKind::InvalidUrl, "twice");
+    expect_err(Client::connect("redlock://127.0.0.1:notaport").await, ErrorKind::InvalidUrl, "notaport");
+    // Every option at once, and the node options handed to each node.
+    let all = with_option(
+        &base,
+        "retry_count=0&retry_delay=0ms&retry_jitter=10ms&node_timeout=500ms&drift_factor=0.02&timeout=2s&names=typed",
+    );
+    let c = Client::connect(&all).await.unwrap();
+    let g = c.lock(&unique("rl-opts")).try_acquire().await.unwrap().expect("free lock");
+    g.release().await.unwrap();
+}
+
+/// The same name on a single node and on Redlock: a grant on Redlock is visible on each
+/// node as Redisson's `RLock` hash, and every node's token counter holds the token.
+#[tokio::test]
+async fn each_node_holds_the_grant_and_the_token() {
+    let url = server();
+    let c = Client::connect(&url).await.unwrap();
+    let name = unique("rl-layout");
+    let g = c.lock(&name).try_acquire().await.unwrap().expect("free lock");
+    let hosts = url.trim_start_matches("redlock://").split(['/', '?']).next().unwrap().to_owned();
+    for h in hosts.split(',') {
+        let mut con =
+            redis::Client::open(format!("redis://{h}")).unwrap().get_multiplexed_async_connection().await.unwrap();
+        let fields: i64 = redis::cmd("HLEN").arg(&name).query_async(&mut con).await.unwrap();
+        assert_eq!(fields, 1, "node {h} holds the lock hash");
+        let counter: u64 =
+            redis::cmd("GET").arg(format!("redisson_lock_token:{{{name}}}")).query_async(&mut con).await.unwrap();
+        assert!(counter >= g.token().get(), "node {h}: counter {counter} below the token {}", g.token().get());
+    }
+    let info = c.lock(&name).inspect().await.unwrap();
+    assert!(info.is_held());
+    g.release().await.unwrap();
+    bounded("released lock is free", Duration::from_secs(5), async {
+        assert!(c.lock(&name).try_acquire().await.unwrap().is_some());
+    })
+    .await;
+}
+
+/// Tokens strictly grow across releases, expiries and clients; a re-entry keeps its
+/// token; `inspect` reports the last one (`lock::fencing_tokens_grow` without its fair
+/// lock).
+#[tokio::test]
+async fn fencing_tokens_grow() {
+    let url = server();
+    let (a, b) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
+    let name = unique("rl-fence");
+    let mut seen = Vec::new();
+    let g = a.lock(&name).acquire().await.unwrap();
+    seen.push(g.token());
+    g.release().await.unwrap();
+    let lock = b.lock(&name);
+    let g = lock.try_acquire().await.unwrap().expect("free");
+    let again = lock.acquire().await.unwrap();
+    assert_eq!(again.token(), g.token(), "a re-entry keeps the token");
+    seen.push(g.token());
+    again.release().await.unwrap();
+    g.release().await.unwrap();
+    let expired =
+        a.lock_with(&name, baton::LockOptions::new().ttl(Duration::from_millis(300))).acquire().await.unwrap();
+    seen.push(expired.token());
+    bounded("ttl grant expires", Duration::from_secs(5), expired.lost()).await;
+    let g = bounded("grant after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
+    seen.push(g.token());
+    let info = a.inspect(&name).await.unwrap();
+    assert_eq!(info.last_token, Some(g.token()));
+    assert_eq!(info.holders[0].token, g.token());
+    g.release().await.unwrap();
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {seen:?}");
+    assert_eq!(expired.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+}
+
+/// A multi-lock over a Redlock name and a SQLite name: all-or-nothing across both stores
+/// (a busy half gives the other back), one timeout for the whole, both held together.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_lock_across_redlock_and_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let sql = Client::connect(&format!("sqlite://{}", dir.path().join("multi.db").display())).await.unwrap();
+    let rl = Client::connect(&server()).await.unwrap();
+    let (a, b) = (unique("rl-multi-sql"), unique("rl-multi-redlock"));
+    let both = || baton::MultiLock::new([sql.lock(&a), rl.lock(&b)]);
+    // The Redlock half is busy: nothing is held afterwards.
+    let blocker = rl.lock(&b).acquire().await.unwrap();
+    assert!(both().try_acquire().await.unwrap().is_none());
+    bounded("partial grant released", Duration::from_secs(5), async {
+        while sql.inspect(&a).await.unwrap().is_held() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    // One timeout across both: the whole call ends after about 300 ms (bound: 3 s on a
+    // loaded machine), as `Timeout`, with the SQLite half given back.
+    let t0 = tokio::time::Instant::now();
+    let e = both().acquire_timeout(Duration::from_millis(300)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    assert!(t0.elapsed() >= Duration::from_millis(300) && t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(sql.lock(&a).try_acquire().await.unwrap().is_some(), "the SQLite half was kept after the timeout");
+    // Free: both are taken together, and each store sees its half held.
+    let waiting = tokio::spawn({
+        let m = both();
+        async move { m.acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    blocker.release().await.unwrap();
+    let g = bounded("multi-lock after the release", Duration::from_secs(5), waiting).await.unwrap().unwrap();
+    assert_eq!(g.tokens().len(), 2);
+    assert!(sql.lock(&a).try_acquire().await.unwrap().is_none());
+    assert!(rl.lock(&b).try_acquire().await.unwrap().is_none());
+    g.release().await.unwrap();
+    assert!(rl.lock(&b).try_acquire().await.unwrap().is_some());
+}
+
+/// The canonical order is the store's and the stored name's, whatever options each
+/// client's URL carries: multi-locks over the same two names, given in opposite orders
+/// through clients whose URLs differ only in options, never deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn multi_lock_order_ignores_url_options() {
+    let (x, y) = (unique("rl-order-x"), unique("rl-order-y"));
+    let plain = Client::connect(&server()).await.unwrap();
+    let other = Client::connect(&with_option(&server(), "lease=20s&retry_count=5")).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let (p, o, x, y) = (plain.clone(), other.clone(), x.clone(), y.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                // Crosswise: ordered by URL string first, these would take x then y and
+                // y then x.
+                let m = if t % 2 == 0 {
+                    baton::MultiLock::new([p.lock(&x), o.lock(&y)])
+                } else {
+                    baton::MultiLock::new([p.lock(&y), o.lock(&x)])
+                };
+                let g = m.acquire().await.unwrap();
+                tokio::task::yield_now().await;
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    bounded("crosswise multi-locks finish (no deadlock)", Duration::from_secs(60), async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    })
+    .await;
+}

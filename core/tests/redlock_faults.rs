@@ -1,0 +1,205 @@
+//! `redlock://` with nodes failing: five redis-server processes of the test's own on
+//! free ports (never the shared 7001–7005 of `scripts/services`), killed and restarted
+//! here. Shows the quorum (2 of 5 down: granted; 3 of 5 down: a clear error, never a
+//! grant), the watchdog renewing on a quorum, fencing tokens that keep growing across
+//! nodes restarted empty, and the seeds' rule for restarting a crashed node (after one
+//! TTL, not at once).
+#![cfg(feature = "redlock")]
+
+mod behaviour;
+mod own_redis;
+
+use std::time::Duration;
+
+use baton::{Client, ErrorKind, LockOptions};
+use behaviour::{bounded, unique};
+use own_redis::{OwnRedis, tools_present};
+use tokio::time::Instant;
+
+/// Five fresh, empty nodes and the `redlock://` URL over them. The node timeout is set
+/// (200 ms) so that the checks do not depend on the lease-derived default.
+fn five() -> (Vec<OwnRedis>, String) {
+    let nodes: Vec<OwnRedis> = (0..5).map(|_| OwnRedis::start()).collect();
+    let hosts: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+    let url = format!("redlock://{}?node_timeout=200ms&retry_delay=20ms&retry_jitter=20ms", hosts.join(","));
+    (nodes, url)
+}
+
+/// Whether node `n` holds `name` as Redisson's lock hash.
+fn holds(n: &OwnRedis, name: &str) -> bool {
+    redis::cmd("EXISTS").arg(name).query::<i64>(&mut n.admin()).unwrap() == 1
+}
+
+/// Two of five nodes down: a quorum (3) is left; acquire, extend and release work, and
+/// the watchdog keeps renewing on the three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_five_down_still_grants() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let (mut nodes, url) = five();
+    nodes[0].kill();
+    nodes[3].kill();
+    let c = Client::connect(&url).await.expect("a client starts with nodes down");
+    let name = unique("rl-two-down");
+    let g = bounded("acquire with 2 of 5 down", Duration::from_secs(10), c.lock(&name).acquire()).await.unwrap();
+    for i in [1, 2, 4] {
+        assert!(holds(&nodes[i], &name), "node {i} holds the grant");
+    }
+    g.extend(Duration::from_secs(30)).await.expect("extend on a quorum");
+    g.release().await.unwrap();
+    assert!(![1, 2, 4].iter().any(|i| holds(&nodes[*i], &name)), "released everywhere");
+
+    // The watchdog (lease 1 s, renewed every ~333 ms) keeps the lock past several leases.
+    let wd = c.lock_with(&name, LockOptions::new().lease(Duration::from_secs(1))).acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!wd.is_lost(), "the watchdog renews on the 3 nodes left");
+    assert!(holds(&nodes[1], &name));
+    wd.release().await.unwrap();
+}
+
+/// Three of five nodes down: no quorum. Acquire fails with `Connection` naming the quorum,
+/// within its timeout; nothing stays held on the two nodes left; and a watchdog lock
+/// held when the third node goes is reported lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_of_five_down_never_grants() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let (mut nodes, url) = five();
+    let c = Client::connect(&url).await.unwrap();
+    let held = unique("rl-three-down-held");
+    let wd = c.lock_with(&held, LockOptions::new().lease(Duration::from_secs(1))).acquire().await.unwrap();
+    for i in [0, 2, 4] {
+        nodes[i].kill();
+    }
+    let name = unique("rl-three-down");
+    let t0 = Instant::now();
+    let e = c.lock(&name).acquire_timeout(Duration::from_secs(3)).await.unwrap_err();
+    // Bound: the timeout itself; the answer comes at once (refused connections) or after
+    // the retries (3 × ≤ 40 ms pauses + 200 ms node timeouts), well inside it.
+    assert!(t0.elapsed() < Duration::from_secs(3), "took {:?}", t0.elapsed());
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.to_string().contains("no quorum to acquire: 2 of 5 nodes answered, 3 needed"), "{e}");
+    let e = c.lock(&name).try_acquire().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    // The two nodes that granted gave it back.
+    assert!(!holds(&nodes[1], &name) && !holds(&nodes[3], &name), "a partial grant stayed on a node");
+    // The watchdog cannot renew on a quorum: the lock is lost by the end of its lease.
+    bounded("watchdog lock lost without a quorum", Duration::from_secs(10), wd.lost()).await;
+}
+
+/// Fencing tokens strictly grow across grants while nodes are restarted empty between
+/// them: two of five each time (any two quorums share a node that kept its counter), and
+/// a grant taken while a node was down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_grow_across_nodes_restarted_empty() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let (mut nodes, url) = five();
+    let name = unique("rl-fence-restart");
+    let mut seen = Vec::new();
+    for round in 0..6 {
+        // A fresh client each time: nothing is remembered in the process.
+        let c = Client::connect(&url).await.unwrap();
+        let g = bounded("grant", Duration::from_secs(10), c.lock(&name).acquire()).await.unwrap();
+        seen.push(g.token().get());
+        g.release().await.unwrap();
+        c.close().await;
+        // Two different nodes lose everything before the next grant.
+        for i in [round % 5, (round + 2) % 5] {
+            nodes[i].restart_after(Duration::ZERO);
+        }
+    }
+    // A grant with node 0 down, then nodes 1 and 2 restarted empty and node 0 back empty:
+    // only nodes 3 and 4 remember the last token.
+    nodes[0].kill();
+    let c = Client::connect(&url).await.unwrap();
+    let g = c.lock(&name).acquire().await.unwrap();
+    seen.push(g.token().get());
+    g.release().await.unwrap();
+    nodes[0].run();
+    nodes[1].restart_after(Duration::ZERO);
+    nodes[2].restart_after(Duration::ZERO);
+    // A fresh client: `c`'s connections to the restarted nodes would fail once each.
+    let c = Client::connect(&url).await.unwrap();
+    let g = c.lock(&name).acquire().await.unwrap();
+    seen.push(g.token().get());
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {seen:?}");
+    // The write-back left the token on every node, the restarted ones included.
+    for (i, n) in nodes.iter().enumerate() {
+        let counter: u64 =
+            redis::cmd("GET").arg(format!("redisson_lock_token:{{{name}}}")).query(&mut n.admin()).unwrap();
+        assert_eq!(counter, g.token().get(), "node {i}'s counter");
+    }
+}
+
+/// The seeds' rule: "after a crash, restart a Redis node only after one TTL". A holds a
+/// 2 s lock granted by exactly nodes 0, 1, 2 (3 and 4 were down and come back empty).
+/// Node 2 crashes:
+/// - restarted at once (empty), it lets B in on nodes 2, 3, 4 while A's lease still runs:
+///   two holders — exclusion is lost, and only the fencing token (B's above A's, read
+///   from nodes 0 and 1) tells them apart;
+/// - restarted after one TTL, B gets in only once A's lease has ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarting_a_node_at_once_breaks_exclusion_after_one_ttl_does_not() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    const TTL: Duration = Duration::from_secs(2);
+    let (mut nodes, url) = five();
+    let (a, b) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
+    for at_once in [true, false] {
+        let name = unique("rl-restart-rule");
+        nodes[3].kill();
+        nodes[4].kill();
+        let ga = a.lock_with(&name, LockOptions::new().ttl(TTL)).acquire().await.unwrap();
+        let granted_a = Instant::now();
+        nodes[3].run();
+        nodes[4].run();
+        nodes[2].kill();
+        let crashed = Instant::now();
+        if at_once {
+            nodes[2].run();
+        }
+        // B tries every 20 ms (bounded: 5 s) until it gets in.
+        let mut gb = None;
+        let t0 = Instant::now();
+        while gb.is_none() && t0.elapsed() < Duration::from_secs(5) {
+            if !at_once && crashed.elapsed() >= TTL && !nodes_up(&nodes[2]) {
+                // One TTL after the crash, node 2 comes back, empty.
+                nodes[2].run();
+            }
+            match b.lock(&name).try_acquire().await {
+                Ok(Some(g)) => gb = Some((g, granted_a.elapsed())),
+                // No quorum yet (node 2 down, 0 and 1 held by A).
+                Ok(None) => {}
+                Err(e) => assert_eq!(e.kind(), ErrorKind::Connection, "{e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let (gb, after) = gb.expect("B gets the lock within 5 s");
+        assert!(gb.token() > ga.token(), "B's token {} not above A's {}", gb.token().get(), ga.token().get());
+        if at_once {
+            // Margin: A's lease has 2 s; B got in well before it ended.
+            assert!(after < TTL - Duration::from_millis(300), "B got in after {after:?}");
+            assert!(!ga.is_lost(), "A still believes it holds the lock: two holders");
+        } else {
+            assert!(after >= TTL, "B got in after {after:?}, before A's lease ended");
+        }
+        drop(gb);
+        drop(ga);
+        if !nodes_up(&nodes[2]) {
+            nodes[2].run();
+        }
+    }
+}
+
+/// Whether the node answers PING.
+fn nodes_up(n: &OwnRedis) -> bool {
+    redis::Client::open(n.url())
+        .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+        .is_ok()
+}

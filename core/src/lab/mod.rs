@@ -166,8 +166,8 @@ impl Scheme {
     /// every node for Redlock), with its fault hooks and its own clock.
     ///
     /// # Errors
-    /// `InvalidUrl`/`Connection` when a store cannot be reached; `Unsupported` for
-    /// `redlock` in a build without `redlock://`.
+    /// `InvalidArgument` without a URL; `InvalidUrl`/`Connection` when a store cannot be
+    /// reached.
     pub async fn open(self, urls: &[String], name: &str, hooks: Hooks, clock: Arc<Clock>) -> Result<Box<dyn LabLock>> {
         let one = || {
             urls.first()

@@ -51,7 +51,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
         schemes: if args.schemes.is_empty() { Scheme::ALL.to_vec() } else { args.schemes },
     };
     if output::stderr_is_tty() {
-        eprintln!("baton lab: {} schemes × {} faults…", config.schemes.len(), Property::ALL.len());
+        eprintln!("baton lab: {} schemes × {} properties, ~2 s a scheme…", config.schemes.len(), Property::ALL.len());
     }
     let matrix = lab::run(&config).await?;
     if let Some(path) = &args.markdown {

@@ -109,3 +109,31 @@ impl Gate {
         self.open.notify_one();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_fault_fires_once_where_it_is_armed() {
+        let crash = Hooks::crash_at(Point::AfterSetnx);
+        crash.at(Point::BeforeDelete).await.unwrap();
+        assert!(crash.at(Point::AfterSetnx).await.unwrap_err().message().contains("between SETNX and EXPIRE"));
+        crash.at(Point::AfterSetnx).await.unwrap();
+
+        let (pause, gate) = Hooks::pause_at(Point::BeforeDelete);
+        let holder = tokio::spawn(async move { pause.at(Point::BeforeDelete).await });
+        gate.reached().await;
+        assert!(!holder.is_finished());
+        gate.open();
+        holder.await.unwrap().unwrap();
+    }
+
+    #[test]
+    fn a_jumped_clock_runs_ahead() {
+        let (c, real) = (crate::lab::Clock::system(), crate::lab::Clock::system());
+        c.jump(60_000);
+        let ahead = c.now_ms() - real.now_ms();
+        assert!((59_000..=61_000).contains(&ahead), "{ahead}");
+    }
+}

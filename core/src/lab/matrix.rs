@@ -221,3 +221,43 @@ impl Matrix {
         lines
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix() -> Matrix {
+        let broken = Cell::Broken { flaw: Flaw::NoExpiry, reason: "stuck".into() };
+        let skipped = || Cell::NotRun { reason: "not here".into() };
+        Matrix {
+            server: "redis://x".into(),
+            ttl_ms: 300,
+            rows: vec![
+                Row { scheme: Scheme::Setnx, cells: [Cell::Kept, broken, Cell::Kept, skipped(), Cell::Kept] },
+                Row { scheme: Scheme::Redlock, cells: std::array::from_fn(|_| skipped()) },
+            ],
+        }
+    }
+
+    #[test]
+    fn markdown_has_one_line_per_cross_and_one_per_row_not_run() {
+        let md = matrix().to_markdown();
+        assert!(md.starts_with("| scheme | mutual exclusion | no deadlock after holder crash |"), "{md}");
+        assert!(md.contains("| `setnx` | ✓ | ✗ | ✓ | – | ✓ |\n"), "{md}");
+        assert!(md.contains("- ✗ setnx / no deadlock after holder crash: stuck\n"), "{md}");
+        assert!(md.contains("- – setnx / survives one node loss: not here\n"), "{md}");
+        assert!(md.contains("- – redlock: not here\n"), "{md}");
+        assert_eq!(md.matches("redlock").count(), 2, "{md}");
+    }
+
+    #[test]
+    fn json_names_columns_in_order() {
+        let v = serde_json::to_value(&matrix().rows[0]).unwrap();
+        assert_eq!(v["scheme"], "setnx");
+        assert_eq!(v["cells"]["no_deadlock"]["flaw"], "no_expiry");
+        assert_eq!(v["cells"]["mutual_exclusion"]["result"], "kept");
+        let text = serde_json::to_string(&matrix().rows[0]).unwrap();
+        let at = |k: &str| text.find(k).unwrap();
+        assert!(at("mutual_exclusion") < at("no_deadlock") && at("survives_node_loss") < at("fenced"), "{text}");
+    }
+}

@@ -349,23 +349,24 @@ async fn crash_between_steps(lab: &Lab, f: &mut Findings) -> Result<()> {
             return Err(Error::backend(format!("lab: {}: the crash at {point} did not happen", lab.scheme)));
         }
         a.crash();
-        let mut b = lab.client(&name, Hooks::none()).await?;
-        if lab.acquire_within(&mut b, lab.ttl).await? {
-            b.release().await?;
-            f.kept(Property::NoDeadlock);
-        } else {
-            f.broke(
-                Property::NoDeadlock,
-                Flaw::CrashBetweenSteps,
-                format!(
-                    "the holder crashed {point}: the key was left without expiry (PTTL {}), nobody got it in {:?}",
-                    lab.pttl(&name).await,
-                    Lab::expiry_limit(lab.ttl)
-                ),
-            );
-        }
+        let how = format!("the holder crashed {point}: the key was left");
+        successor_granted(lab, &name, f, Flaw::CrashBetweenSteps, &how).await?;
     }
     Ok(())
+}
+
+/// After the holder of `name` crashed: a second client polls for the lock. Returns
+/// whether it got it; if not, the lock deadlocked (`how` the key came to be kept).
+async fn successor_granted(lab: &Lab, name: &str, f: &mut Findings, flaw: Flaw, how: &str) -> Result<bool> {
+    let mut b = lab.client(name, Hooks::none()).await?;
+    if lab.acquire_within(&mut b, lab.ttl).await? {
+        b.release().await?;
+        f.kept(Property::NoDeadlock);
+        return Ok(true);
+    }
+    let (pttl, limit) = (lab.pttl(name).await, Lab::expiry_limit(lab.ttl));
+    f.broke(Property::NoDeadlock, flaw, format!("{how} without expiry (PTTL {pttl}), nobody got it in {limit:?}"));
+    Ok(false)
 }
 
 /// The holder dies holding the lock: the lock must come free. Returns whether it did
@@ -375,23 +376,7 @@ async fn crash_holding(lab: &Lab, f: &mut Findings) -> Result<bool> {
     let mut a = lab.client(&name, Hooks::none()).await?;
     must_acquire(&mut a, lab.ttl, lab.scheme).await?;
     a.crash();
-    let mut b = lab.client(&name, Hooks::none()).await?;
-    if lab.acquire_within(&mut b, lab.ttl).await? {
-        b.release().await?;
-        f.kept(Property::NoDeadlock);
-        Ok(true)
-    } else {
-        f.broke(
-            Property::NoDeadlock,
-            Flaw::NoExpiry,
-            format!(
-                "the holder crashed holding the lock: the key has no expiry (PTTL {}), nobody got it in {:?}",
-                lab.pttl(&name).await,
-                Lab::expiry_limit(lab.ttl)
-            ),
-        );
-        Ok(false)
-    }
+    successor_granted(lab, &name, f, Flaw::NoExpiry, "the holder crashed holding the lock: the key is kept").await
 }
 
 /// A client whose clock runs ahead must not take over a live lock.

@@ -1,4 +1,5 @@
-//! `baton`: run a command under a distributed lock; demo, inspect and benchmark stores.
+//! `baton`: run a command under a distributed lock; demo, inspect and benchmark stores;
+//! torture every Redis lock scheme (`baton lab`).
 
 mod cmd;
 mod exit;
@@ -33,6 +34,7 @@ enum Command {
     Demo(cmd::demo::Args),
     Inspect(cmd::inspect::Args),
     Bench(cmd::bench::Args),
+    Lab(cmd::lab::Args),
     /// One buyer of `baton demo` (internal).
     #[command(hide = true)]
     DemoBuyer(cmd::demo::BuyerArgs),
@@ -73,6 +75,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             Command::Demo(a) => cmd::demo::run(a, store, verbose).await,
             Command::Inspect(a) => cmd::inspect::run(a, store, verbose).await,
             Command::Bench(a) => cmd::bench::run(a, store, verbose).await,
+            Command::Lab(a) => cmd::lab::run(a, store, verbose).await,
             Command::DemoBuyer(a) => cmd::demo::buyer(a, &store.url).await,
         }
     });

@@ -363,3 +363,47 @@ fn bench_reports_every_scenario() {
     }
     assert_eq!(scenarios[1]["tasks"], 64);
 }
+
+#[test]
+fn lab_prints_the_matrix_and_writes_markdown() {
+    let have_server = Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_ok();
+    if !have_server {
+        assert!(std::env::var_os("CI").is_none(), "redis-server not installed (`scripts/services start redis`)");
+        eprintln!("redis-server not on PATH: skipping baton lab");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("lab.md");
+    let mut cmd = baton();
+    cmd.args(["lab", "--json", "--markdown", md.to_str().unwrap()]);
+    for s in ["setnx-expire", "set-nx-px-lua", "redisson"] {
+        cmd.args(["--scheme", s]);
+    }
+    // The shared server when there is one (the lab's own otherwise); names are random.
+    if let Ok(url) = std::env::var("BATON_TEST_REDIS_URL") {
+        cmd.args(["--url", &url]);
+    }
+    // Three schemes take ~5 s here; 120 s only catches a hang.
+    let out = run_to_end(&mut cmd, Duration::from_secs(120), "baton lab");
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let m: Value = serde_json::from_slice(&out.stdout).expect("lab --json prints JSON");
+    let rows = m["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["scheme"].as_str().unwrap()).collect();
+    assert_eq!(names, ["setnx-expire", "set-nx-px-lua", "redisson"]);
+    let cell = |row: usize, p: &str| &rows[row]["cells"][p];
+    assert_eq!(cell(0, "no_deadlock")["flaw"], "crash_between_steps", "{m}");
+    assert_eq!(cell(1, "mutual_exclusion")["result"], "kept", "{m}");
+    assert_eq!(cell(1, "fenced")["flaw"], "no_token", "{m}");
+    assert_eq!(cell(2, "fenced")["result"], "kept", "{m}");
+    assert_eq!(cell(2, "survives_node_loss")["flaw"], "promoted_replica_forgot_lock", "{m}");
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("| `redisson` | ✓ | ✓ | ✓ | ✗ | ✓ |"), "{text}");
+    assert!(
+        text.contains("- ✗ setnx-expire / no deadlock after holder crash: the holder crashed between SETNX and EXPIRE"),
+        "{text}"
+    );
+
+    let out = run_to_end(baton().args(["lab", "--url", "memory://"]), Duration::from_secs(30), "baton lab");
+    assert_eq!(out.status.code(), Some(64), "stderr: {}", stderr(&out));
+    assert!(stderr(&out).contains("needs a redis:// or rediss:// URL"), "{}", stderr(&out));
+}

@@ -39,6 +39,8 @@ pub mod duration;
 mod engine;
 mod error;
 mod inspect;
+#[cfg(feature = "lab")]
+pub mod lab;
 mod latch;
 mod lock;
 mod name;

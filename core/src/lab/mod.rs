@@ -1,0 +1,206 @@
+//! The lab: every Redis lock scheme the seed documents walk through, flawed ones
+//! included, by name, and the torture harness that drives them all through the same
+//! scripted faults (`baton lab`). Never a default: it exists so that users can see for
+//! themselves why baton's defaults are what they are, and interoperate with legacy
+//! deployments knowingly.
+//!
+//! The seeds are the Chinese source documents under `shared/seeds/`; each scheme's
+//! rustdoc cites the file and section it follows:
+//! - `000` = `000_1beee0d9ea0293d6.txt` (分布式锁: SETNX, SET NX PX, Redisson, Redlock),
+//! - `001` = `001_462f428451d4dedc.txt` (青铜 → 钻石 → 王者: the five-step evolution),
+//! - `003` = `003_7eba19a76c6b04b7.txt` (three properties; the Redlock debate; fencing),
+//! - `004` = `004_a25e2eb4415add97.txt` (three Redis locks compared; master failover).
+//!
+//! Each scheme implements [`LabLock`]: one attempt to acquire, one release, each made of
+//! the scheme's separate Redis commands with a fault [`Point`] between them, so that
+//! the harness injects crashes and pauses *between* steps deterministically ([`Hooks`]).
+
+mod baton_lock;
+mod clock;
+mod fence;
+mod getset_timestamp;
+mod hooks;
+mod matrix;
+mod raw;
+mod servers;
+mod set_nx_px;
+mod set_nx_px_lua;
+mod set_nx_px_owned;
+mod setnx;
+mod setnx_expire;
+mod torture;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::{Error, Result};
+use crate::token::FencingToken;
+
+pub use baton_lock::BatonLock;
+pub use clock::Clock;
+pub use fence::FencedResource;
+pub use getset_timestamp::GetsetTimestamp;
+pub use hooks::{Gate, Hooks, Point};
+pub use matrix::{Cell, Flaw, Matrix, Property, Row};
+pub use servers::{OwnRedis, redis_server_available};
+pub use set_nx_px::SetNxPx;
+pub use set_nx_px_lua::SetNxPxLua;
+pub use set_nx_px_owned::SetNxPxOwned;
+pub use setnx::Setnx;
+pub use setnx_expire::SetnxExpire;
+pub use torture::{Config, run};
+
+/// One client of one scheme on one lock name: the steps the harness drives.
+#[async_trait]
+pub trait LabLock: Send {
+    /// One attempt, never waiting: `true` when this client now believes it holds the lock
+    /// for `ttl` (schemes without expiry ignore it).
+    async fn acquire(&mut self, ttl: Duration) -> Result<bool>;
+
+    /// Releases as the scheme does: `true` when the scheme's release went through (it
+    /// believed the lock was its own), `false` when the scheme refused (not its lock).
+    async fn release(&mut self) -> Result<bool>;
+
+    /// The fencing token of the current grant, for schemes that have one.
+    fn token(&self) -> Option<FencingToken>;
+
+    /// The holder dies where it stands: no release, no further step, nothing renewed.
+    fn crash(self: Box<Self>) {}
+}
+
+/// Every scheme of the lab, by the name `baton lab` prints.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(into = "&'static str")]
+pub enum Scheme {
+    /// `SETNX key 123`, released by `DEL`: no expiry ([`Setnx`]).
+    Setnx,
+    /// `SETNX` then `EXPIRE`, two commands ([`SetnxExpire`]).
+    SetnxExpire,
+    /// `SET key 123 NX PX ttl` with a value every client shares, released by `DEL`
+    /// ([`SetNxPx`]).
+    SetNxPx,
+    /// `SET key <uuid> NX PX ttl`, released by `GET`, compare, then `DEL`
+    /// ([`SetNxPxOwned`]).
+    SetNxPxOwned,
+    /// `SET key <uuid> NX PX ttl`, released by one compare-and-delete Lua script
+    /// ([`SetNxPxLua`]).
+    SetNxPxLua,
+    /// `SETNX key <expiry timestamp>`, taken over by `GETSET` once the timestamp passed
+    /// ([`GetsetTimestamp`]).
+    GetsetTimestamp,
+    /// baton's `redis://` lock: Redisson's `RLock` hash layout, fenced ([`BatonLock`]).
+    Redisson,
+    /// baton's `redlock://` lock over independent Redis nodes ([`BatonLock`]).
+    Redlock,
+}
+
+impl Scheme {
+    /// Every scheme, in the order of the seeds' evolution (and of the matrix).
+    pub const ALL: [Scheme; 8] = [
+        Scheme::Setnx,
+        Scheme::SetnxExpire,
+        Scheme::SetNxPx,
+        Scheme::SetNxPxOwned,
+        Scheme::SetNxPxLua,
+        Scheme::GetsetTimestamp,
+        Scheme::Redisson,
+        Scheme::Redlock,
+    ];
+
+    /// The name `baton lab` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Setnx => "setnx",
+            Scheme::SetnxExpire => "setnx-expire",
+            Scheme::SetNxPx => "set-nx-px",
+            Scheme::SetNxPxOwned => "set-nx-px-owned",
+            Scheme::SetNxPxLua => "set-nx-px-lua",
+            Scheme::GetsetTimestamp => "getset-timestamp",
+            Scheme::Redisson => "redisson",
+            Scheme::Redlock => "redlock",
+        }
+    }
+
+    /// The scheme called `name`.
+    pub fn from_name(name: &str) -> Option<Scheme> {
+        Scheme::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Where the seeds describe it (file and section).
+    pub fn seed(self) -> &'static str {
+        match self {
+            Scheme::Setnx => "seed 001 青铜方案",
+            Scheme::SetnxExpire => "seed 001 白银方案; seed 000 §1.SetNX命令实现分布式锁",
+            Scheme::SetNxPx => "seed 001 黄金方案",
+            Scheme::SetNxPxOwned => "seed 001 铂金方案",
+            Scheme::SetNxPxLua => "seed 001 钻石方案; seed 000 §2.SET…命令; seed 004 实现二",
+            Scheme::GetsetTimestamp => "seed 000 §2) 设置value为锁过期时间; seed 004 实现一",
+            Scheme::Redisson => "seed 000 §3.Redission分布式锁; seed 001 王者方案; seed 003 fencing token",
+            Scheme::Redlock => "seed 000 §Redlock(红锁); seed 003 §Redlock 论战; seed 004 实现三",
+        }
+    }
+
+    /// The fault points between this scheme's steps.
+    pub fn points(self) -> &'static [Point] {
+        match self {
+            Scheme::SetnxExpire => &[Point::AfterSetnx],
+            Scheme::SetNxPxOwned => &[Point::BeforeDelete],
+            Scheme::GetsetTimestamp => &[Point::AfterGet],
+            _ => &[],
+        }
+    }
+
+    /// Whether the scheme judges expiry by the client's clock (the clock-jump fault).
+    pub fn uses_client_clock(self) -> bool {
+        matches!(self, Scheme::GetsetTimestamp)
+    }
+
+    /// Whether the scheme spans several independent nodes (the others live on one).
+    pub fn multi_node(self) -> bool {
+        matches!(self, Scheme::Redlock)
+    }
+
+    /// A client of this scheme on the lock `name` of the store(s) `urls` (one URL, or
+    /// every node for Redlock), with its fault hooks and its own clock.
+    ///
+    /// # Errors
+    /// `InvalidArgument` without a URL; `InvalidUrl`/`Connection` when a store cannot be
+    /// reached.
+    pub async fn open(self, urls: &[String], name: &str, hooks: Hooks, clock: Arc<Clock>) -> Result<Box<dyn LabLock>> {
+        let one = || {
+            urls.first()
+                .map(String::as_str)
+                .ok_or_else(|| Error::invalid_argument(format!("lab: {} needs a store URL", self.as_str())))
+        };
+        Ok(match self {
+            Scheme::Setnx => Box::new(Setnx::open(one()?, name).await?),
+            Scheme::SetnxExpire => Box::new(SetnxExpire::open(one()?, name, hooks).await?),
+            Scheme::SetNxPx => Box::new(SetNxPx::open(one()?, name).await?),
+            Scheme::SetNxPxOwned => Box::new(SetNxPxOwned::open(one()?, name, hooks).await?),
+            Scheme::SetNxPxLua => Box::new(SetNxPxLua::open(one()?, name).await?),
+            Scheme::GetsetTimestamp => Box::new(GetsetTimestamp::open(one()?, name, hooks, clock).await?),
+            Scheme::Redisson => Box::new(BatonLock::open(one()?, name).await?),
+            Scheme::Redlock => Box::new(BatonLock::open(&redlock_url(urls), name).await?),
+        })
+    }
+}
+
+impl From<Scheme> for &'static str {
+    fn from(s: Scheme) -> &'static str {
+        s.as_str()
+    }
+}
+
+impl std::fmt::Display for Scheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `redlock://h1:p1,h2:p2,…` from the nodes' `redis://` URLs.
+fn redlock_url(urls: &[String]) -> String {
+    let hosts: Vec<&str> = urls.iter().map(|u| u.trim_start_matches("redis://").trim_end_matches('/')).collect();
+    format!("redlock://{}", hosts.join(","))
+}

@@ -1,0 +1,48 @@
+//! `set-nx-px`: one atomic `SET NX PX` with a value every client shares (seed 001
+//! 黄金方案).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::LabLock;
+use super::raw::Raw;
+use super::setnx::SHARED_VALUE;
+use crate::error::Result;
+use crate::token::FencingToken;
+
+/// `SET key 123 NX PX ttl`; `DEL key` to release.
+///
+/// **Guarantees:** one holder at a time while holders finish within their ttl; a holder
+/// that dies frees the lock after the ttl (taking and expiring are one command).
+///
+/// **Breaks:** every client writes the same value, so a holder cannot tell its lock from
+/// its successor's: a slow holder whose ttl ran out (A) deletes the lock its successor
+/// (B) took meanwhile, and a third client (C) gets it while B still works (seed 001
+/// 黄金方案: 用户 A 主动打开了编号为123的锁 … 用户 B 和 用户 C 执行任务产生了冲突). Comparing
+/// the value before the `DEL` would change nothing: it is everyone's. No fencing token,
+/// one node.
+pub struct SetNxPx {
+    raw: Raw,
+}
+
+impl SetNxPx {
+    pub(crate) async fn open(url: &str, key: &str) -> Result<SetNxPx> {
+        Ok(SetNxPx { raw: Raw::open(url, key).await? })
+    }
+}
+
+#[async_trait]
+impl LabLock for SetNxPx {
+    async fn acquire(&mut self, ttl: Duration) -> Result<bool> {
+        self.raw.set_nx_px(SHARED_VALUE, ttl).await
+    }
+
+    async fn release(&mut self) -> Result<bool> {
+        self.raw.del().await
+    }
+
+    fn token(&self) -> Option<FencingToken> {
+        None
+    }
+}

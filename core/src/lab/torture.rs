@@ -1,0 +1,598 @@
+//! The torture harness: every scheme through the same scripted faults, in the same
+//! order, each fault observing the properties it can break. A property is ✓ when every
+//! fault that applies left it intact, ✗ with the first fault that broke it.
+//!
+//! Determinism: faults between steps are hooks and gates (`hooks`), never sleeps. Only
+//! expiry is waited for, and then by polling for the successor's grant (bounded), never
+//! by sleeping a guessed time — except where the scheme judges expiry by the client's
+//! clock (`getset-timestamp`'s takeover race sleeps past the timestamp it must see expired).
+//! Holders that must *not* lose their lease hold it for [`LONG_TTL`], far beyond anything
+//! a loaded machine delays a scenario by; holders meant to lose it hold [`Config::ttl`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+
+use super::matrix::{Cell, Flaw, Matrix, Property, Row};
+use super::raw::Raw;
+use super::servers::{OwnRedis, redis_server_available};
+use super::{Clock, FencedResource, Hooks, LabLock, Point, Scheme};
+use crate::error::{Error, Result};
+use crate::url::StoreUrl;
+
+/// The lease of holders that must keep theirs through a scenario.
+const LONG_TTL: Duration = Duration::from_secs(30);
+/// How far `getset-timestamp`'s second client's clock runs ahead.
+const CLOCK_JUMP: Duration = Duration::from_secs(60);
+/// Independent nodes behind the `redlock` row.
+const REDLOCK_NODES: usize = 3;
+/// Clients racing for one free lock, and how many times.
+const RACERS: usize = 4;
+const RACE_ROUNDS: usize = 3;
+
+/// What to run, and where.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The Redis server of the single-node faults; `None`: a `redis-server` of the lab's
+    /// own. Faults that kill, restart or fail over a server always use the lab's own.
+    pub url: Option<String>,
+    /// The lease of holders that are paused or crashed on purpose (short: the run waits
+    /// it out several times).
+    pub ttl: Duration,
+    /// The rows to run, in order.
+    pub schemes: Vec<Scheme>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { url: None, ttl: Duration::from_millis(300), schemes: Scheme::ALL.to_vec() }
+    }
+}
+
+/// Runs every scheme of `config` through every fault and returns the matrix.
+///
+/// # Errors
+/// `Unsupported` when there is neither a `--url` nor `redis-server` on `PATH`;
+/// `InvalidArgument` for a zero ttl or a URL that is not `redis://`/`rediss://`;
+/// `Connection`/`Backend` when a server fails outside the faults the lab causes.
+pub async fn run(config: &Config) -> Result<Matrix> {
+    if config.ttl.is_zero() || config.ttl > Duration::from_secs(10) {
+        return Err(Error::invalid_argument("lab: the ttl must be between 1 ms and 10 s"));
+    }
+    let own_servers = redis_server_available();
+    let (_own, url, server) = match &config.url {
+        Some(url) => {
+            let parsed = StoreUrl::parse(url)?;
+            if !matches!(parsed.scheme(), "redis" | "rediss") {
+                return Err(Error::invalid_argument(format!(
+                    "lab: {parsed} is not a single Redis server (redis:// or rediss://)"
+                )));
+            }
+            (None, url.clone(), parsed.to_string())
+        }
+        None if own_servers => {
+            let own = OwnRedis::start().await?;
+            let url = own.url();
+            (Some(own), url.clone(), format!("{url} (the lab's own redis-server)"))
+        }
+        None => {
+            return Err(Error::unsupported(
+                "lab: needs redis-server on PATH (the lab starts its own servers) or a Redis URL (--url)",
+            ));
+        }
+    };
+    let run_id = format!("baton-lab:{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let mut rows = Vec::new();
+    for &scheme in &config.schemes {
+        let lab = Lab { scheme, urls: vec![url.clone()], run_id: run_id.clone(), ttl: config.ttl };
+        let row = match scheme {
+            Scheme::Redlock if !own_servers => {
+                not_run(scheme, "needs redis-server on PATH (its nodes are the lab's own)")
+            }
+            Scheme::Redlock => redlock_row(lab).await?,
+            _ => {
+                let row = single_node_row(&lab, own_servers).await;
+                clean(&url, &run_id).await;
+                row?
+            }
+        };
+        rows.push(row);
+    }
+    Ok(Matrix { server, ttl_ms: u64::try_from(config.ttl.as_millis()).unwrap_or(u64::MAX), rows })
+}
+
+fn not_run(scheme: Scheme, reason: &str) -> Row {
+    Row { scheme, cells: std::array::from_fn(|_| Cell::NotRun { reason: reason.to_owned() }) }
+}
+
+async fn single_node_row(lab: &Lab, own_servers: bool) -> Result<Row> {
+    let mut f = Findings::default();
+    safety_faults(lab, &mut f).await?;
+    if own_servers {
+        promoted_replica(lab.scheme, &lab.name("failover"), &mut f).await?;
+        restart_without_persistence(lab.scheme, &lab.name("restart"), &mut f).await?;
+    } else {
+        f.not_run(Property::SurvivesNodeLoss, "needs redis-server on PATH (the lab kills and restarts its own)");
+    }
+    Ok(f.row(lab.scheme))
+}
+
+async fn redlock_row(mut lab: Lab) -> Result<Row> {
+    let mut nodes = Vec::new();
+    for _ in 0..REDLOCK_NODES {
+        nodes.push(OwnRedis::start().await?);
+    }
+    lab.urls = nodes.iter().map(OwnRedis::url).collect();
+    let mut f = Findings::default();
+    safety_faults(&lab, &mut f).await?;
+    drop(nodes);
+    redlock_node_loss(&lab, &mut f).await?;
+    Ok(f.row(Scheme::Redlock))
+}
+
+/// The faults that need no server to die, in the order their verdicts are reported.
+async fn safety_faults(lab: &Lab, f: &mut Findings) -> Result<()> {
+    let tokens = carries_tokens(lab).await?;
+    race(lab, f).await?;
+    takeover_race(lab, f).await?;
+    crash_between_steps(lab, f).await?;
+    let expires = crash_holding(lab, f).await?;
+    clock_jump(lab, f).await?;
+    if expires {
+        paused_holder(lab, f).await?;
+        check_then_delete(lab, f).await?;
+    }
+    retried_release(lab, f).await?;
+    if !tokens {
+        // Shown by the paused holder when its lock expires; said plainly when it never does.
+        f.broke(
+            Property::Fenced,
+            Flaw::NoToken,
+            "grants carry no token: a resource cannot tell a stale holder's write from the holder's",
+        );
+    }
+    Ok(())
+}
+
+/// One scheme on its server(s) for one run.
+struct Lab {
+    scheme: Scheme,
+    urls: Vec<String>,
+    run_id: String,
+    ttl: Duration,
+}
+
+impl Lab {
+    /// A lock name of this run, scheme and fault.
+    fn name(&self, fault: &str) -> String {
+        format!("{}:{}:{fault}", self.run_id, self.scheme)
+    }
+
+    async fn client(&self, name: &str, hooks: Hooks) -> Result<Box<dyn LabLock>> {
+        self.scheme.open(&self.urls, name, hooks, Arc::new(Clock::system())).await
+    }
+
+    /// How long a successor may poll for a lock held for `ttl` by a holder that went
+    /// silent: several ttls and two seconds more, for a loaded 2-core CI machine.
+    fn expiry_limit(ttl: Duration) -> Duration {
+        ttl * 4 + Duration::from_secs(2)
+    }
+
+    /// Polls `lock` until it is granted (`true`) or the expiry limit of a `ttl` hold
+    /// passed (`false`).
+    async fn acquire_within(&self, lock: &mut Box<dyn LabLock>, ttl: Duration) -> Result<bool> {
+        let deadline = tokio::time::Instant::now() + Lab::expiry_limit(ttl);
+        loop {
+            if lock.acquire(LONG_TTL).await? {
+                return Ok(true);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// `PTTL` of the key `name` on the first server, for reasons (`?` when unreadable).
+    async fn pttl(&self, name: &str) -> String {
+        let Some(url) = self.urls.first() else { return "?".into() };
+        let Ok(mut raw) = Raw::open(url, name).await else { return "?".into() };
+        raw.query::<i64>(&raw.cmd("PTTL")).await.map_or_else(|_| "?".into(), |t| t.to_string())
+    }
+}
+
+/// The first verdict per property.
+#[derive(Default)]
+struct Findings {
+    broken: [Option<Cell>; 5],
+    kept: [bool; 5],
+    not_run: [Option<String>; 5],
+}
+
+impl Findings {
+    fn kept(&mut self, p: Property) {
+        self.kept[p as usize] = true;
+    }
+
+    fn broke(&mut self, p: Property, flaw: Flaw, reason: impl Into<String>) {
+        let slot = &mut self.broken[p as usize];
+        if slot.is_none() {
+            *slot = Some(Cell::Broken { flaw, reason: reason.into() });
+        }
+    }
+
+    fn not_run(&mut self, p: Property, reason: &str) {
+        self.not_run[p as usize] = Some(reason.to_owned());
+    }
+
+    /// Both properties a successor's lost lock breaks: the release that freed it, and the
+    /// overlap with the client granted next.
+    fn freed_successor(&mut self, flaw: Flaw, how: &str) {
+        self.broke(Property::NoForeignUnlock, flaw, format!("{how} deleted B's lock"));
+        self.broke(Property::MutualExclusion, flaw, format!("{how} freed B's lock: C was granted while B held it"));
+    }
+
+    fn row(self, scheme: Scheme) -> Row {
+        let Findings { broken, kept, not_run } = self;
+        let mut broken = broken.into_iter();
+        let mut not_run = not_run.into_iter();
+        Row {
+            scheme,
+            cells: std::array::from_fn(|i| {
+                let (b, n) = (broken.next().flatten(), not_run.next().flatten());
+                match (b, kept[i], n) {
+                    (Some(b), _, _) => b,
+                    (None, true, _) => Cell::Kept,
+                    (None, false, n) => Cell::NotRun { reason: n.unwrap_or_else(|| "no fault applies".into()) },
+                }
+            }),
+        }
+    }
+}
+
+/// Whether a grant of the scheme carries a fencing token.
+async fn carries_tokens(lab: &Lab) -> Result<bool> {
+    let mut a = lab.client(&lab.name("token"), Hooks::none()).await?;
+    must_acquire(&mut a, LONG_TTL, lab.scheme).await?;
+    let tokens = a.token().is_some();
+    a.release().await?;
+    Ok(tokens)
+}
+
+/// Clients racing for a free lock: at most one is granted it.
+async fn race(lab: &Lab, f: &mut Findings) -> Result<()> {
+    for round in 0..RACE_ROUNDS {
+        let name = lab.name(&format!("race{round}"));
+        let mut racers = Vec::new();
+        for _ in 0..RACERS {
+            racers.push(lab.client(&name, Hooks::none()).await?);
+        }
+        let results = join_all(racers.iter_mut().map(|c| c.acquire(LONG_TTL))).await;
+        let outcomes = racers.into_iter().zip(results).collect();
+        winners(outcomes, f, &format!("of {RACERS} clients racing for the free lock")).await?;
+    }
+    f.kept(Property::MutualExclusion);
+    Ok(())
+}
+
+/// Two clients read the same expired timestamp, then both `GETSET` (the window seed 000
+/// describes): only the one that sees the timestamp it read back wins.
+async fn takeover_race(lab: &Lab, f: &mut Findings) -> Result<()> {
+    if !lab.scheme.points().contains(&Point::AfterGet) {
+        return Ok(());
+    }
+    let name = lab.name("takeover");
+    let mut dead = lab.client(&name, Hooks::none()).await?;
+    must_acquire(&mut dead, lab.ttl, lab.scheme).await?;
+    dead.crash();
+    // The timestamp is judged by the client's clock: nothing on the server to poll.
+    tokio::time::sleep(lab.ttl + Duration::from_millis(50)).await;
+    let mut takers = Vec::new();
+    for _ in 0..2 {
+        let (hooks, gate) = Hooks::pause_at(Point::AfterGet);
+        let mut c = lab.client(&name, hooks).await?;
+        let task = tokio::spawn(async move {
+            let r = c.acquire(LONG_TTL).await;
+            (c, r)
+        });
+        reach(&gate, lab.scheme).await?;
+        takers.push((task, gate));
+    }
+    let mut outcomes = Vec::new();
+    for (task, gate) in takers {
+        gate.open();
+        outcomes.push(task.await.map_err(|e| Error::backend(format!("lab: a taker failed: {e}")))?);
+    }
+    winners(outcomes, f, "of 2 clients taking over the same expired lock").await
+}
+
+/// Counts (and releases) the granted clients of a race: more than one breaks mutual exclusion.
+async fn winners(outcomes: Vec<(Box<dyn LabLock>, Result<bool>)>, f: &mut Findings, who: &str) -> Result<()> {
+    let mut granted = 0;
+    for (mut c, r) in outcomes {
+        if r? {
+            granted += 1;
+            c.release().await?;
+        }
+    }
+    if granted > 1 {
+        f.broke(Property::MutualExclusion, Flaw::RaceDoubleGrant, format!("{granted} {who} were granted it"));
+    }
+    Ok(())
+}
+
+/// One attempt that must succeed (the lock is free): anything else is a broken setup.
+async fn must_acquire(lock: &mut Box<dyn LabLock>, ttl: Duration, scheme: Scheme) -> Result<()> {
+    if lock.acquire(ttl).await? {
+        Ok(())
+    } else {
+        Err(Error::backend(format!("lab: {scheme}: a free lock was refused")))
+    }
+}
+
+/// Waits (bounded) until a paused holder stands at its gate.
+async fn reach(gate: &super::Gate, scheme: Scheme) -> Result<()> {
+    tokio::time::timeout(Duration::from_secs(10), gate.reached())
+        .await
+        .map_err(|_| Error::backend(format!("lab: {scheme}: the holder never reached its fault point")))
+}
+
+/// The holder dies between two steps of its acquire: the lock must still come free.
+async fn crash_between_steps(lab: &Lab, f: &mut Findings) -> Result<()> {
+    // Only the points a free lock's acquire passes (the takeover point needs a held one).
+    for &point in lab.scheme.points().iter().filter(|p| **p == Point::AfterSetnx) {
+        let name = lab.name("crash-between");
+        let mut a = lab.client(&name, Hooks::crash_at(point)).await?;
+        let crashed = a.acquire(lab.ttl).await;
+        if crashed.is_ok() {
+            return Err(Error::backend(format!("lab: {}: the crash at {point} did not happen", lab.scheme)));
+        }
+        a.crash();
+        let how = format!("the holder crashed {point}: the key was left");
+        successor_granted(lab, &name, f, Flaw::CrashBetweenSteps, &how).await?;
+    }
+    Ok(())
+}
+
+/// After the holder of `name` crashed: a second client polls for the lock. Returns
+/// whether it got it; if not, the lock deadlocked (`how` the key came to be kept).
+async fn successor_granted(lab: &Lab, name: &str, f: &mut Findings, flaw: Flaw, how: &str) -> Result<bool> {
+    let mut b = lab.client(name, Hooks::none()).await?;
+    if lab.acquire_within(&mut b, lab.ttl).await? {
+        b.release().await?;
+        f.kept(Property::NoDeadlock);
+        return Ok(true);
+    }
+    let (pttl, limit) = (lab.pttl(name).await, Lab::expiry_limit(lab.ttl));
+    f.broke(Property::NoDeadlock, flaw, format!("{how} without expiry (PTTL {pttl}), nobody got it in {limit:?}"));
+    Ok(false)
+}
+
+/// The holder dies holding the lock: the lock must come free. Returns whether it did
+/// (the faults that wait for a successor are pointless on a lock that never expires).
+async fn crash_holding(lab: &Lab, f: &mut Findings) -> Result<bool> {
+    let name = lab.name("crash");
+    let mut a = lab.client(&name, Hooks::none()).await?;
+    must_acquire(&mut a, lab.ttl, lab.scheme).await?;
+    a.crash();
+    successor_granted(lab, &name, f, Flaw::NoExpiry, "the holder crashed holding the lock: the key is kept").await
+}
+
+/// A client whose clock runs ahead must not take over a live lock.
+async fn clock_jump(lab: &Lab, f: &mut Findings) -> Result<()> {
+    if !lab.scheme.uses_client_clock() {
+        return Ok(());
+    }
+    let name = lab.name("clock");
+    let mut a = lab.client(&name, Hooks::none()).await?;
+    must_acquire(&mut a, LONG_TTL, lab.scheme).await?;
+    let ahead = Arc::new(Clock::system());
+    ahead.jump(i64::try_from(CLOCK_JUMP.as_millis()).unwrap_or(i64::MAX));
+    let mut b = lab.scheme.open(&lab.urls, &name, Hooks::none(), ahead).await?;
+    if b.acquire(LONG_TTL).await? {
+        f.broke(
+            Property::MutualExclusion,
+            Flaw::ClockJumpTakeover,
+            format!(
+                "B's clock ran {}s ahead: it judged A's live lock ({}s left) expired and took it over",
+                CLOCK_JUMP.as_secs(),
+                LONG_TTL.as_secs()
+            ),
+        );
+        b.release().await?;
+    }
+    a.release().await?;
+    Ok(())
+}
+
+/// A holder paused past its lease (a GC pause): its successor takes the lock; the paused
+/// holder wakes, writes to the fenced resource, and releases late.
+async fn paused_holder(lab: &Lab, f: &mut Findings) -> Result<()> {
+    let name = lab.name("paused");
+    let mut a = lab.client(&name, Hooks::none()).await?;
+    must_acquire(&mut a, lab.ttl, lab.scheme).await?;
+    let token_a = a.token();
+    // A is paused from here: it sends nothing while B polls for the lock.
+    let mut b = lab.client(&name, Hooks::none()).await?;
+    if !lab.acquire_within(&mut b, lab.ttl).await? {
+        return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
+    }
+    let token_b = b.token();
+    let mut resource = FencedResource::open(&lab.urls[0], &format!("{name}:resource")).await?;
+    resource.write(token_b, "B").await?;
+    let stale_taken = resource.write(token_a, "A (paused)").await?;
+    match (token_a, token_b) {
+        (Some(ta), Some(tb)) if stale_taken => f.broke(
+            Property::Fenced,
+            Flaw::StaleWriteAccepted,
+            format!("paused A's write with token {ta} was accepted after B's with token {tb}"),
+        ),
+        (Some(_), Some(_)) => f.kept(Property::Fenced),
+        _ => f.broke(
+            Property::Fenced,
+            Flaw::NoToken,
+            "grants carry no token: paused A's late write landed on top of B's",
+        ),
+    }
+    a.release().await?;
+    successor_kept(lab, &name, b, f, Flaw::LateReleaseFreedSuccessor, "A, paused past its ttl, released late and").await
+}
+
+/// The holder reads its own value, then is delayed past its ttl before its delete (seed
+/// 001 铂金方案's timeline).
+async fn check_then_delete(lab: &Lab, f: &mut Findings) -> Result<()> {
+    if !lab.scheme.points().contains(&Point::BeforeDelete) {
+        return Ok(());
+    }
+    let name = lab.name("check-then-delete");
+    let (hooks, gate) = Hooks::pause_at(Point::BeforeDelete);
+    let mut a = lab.client(&name, hooks).await?;
+    // Long enough for A's GET to find its own value on a loaded machine; then A stays
+    // paused until the lease is gone and B has the lock.
+    let ttl = lab.ttl.max(Duration::from_secs(1));
+    must_acquire(&mut a, ttl, lab.scheme).await?;
+    let release = tokio::spawn(async move { a.release().await });
+    reach(&gate, lab.scheme).await?;
+    let mut b = lab.client(&name, Hooks::none()).await?;
+    let b_granted = lab.acquire_within(&mut b, ttl).await;
+    gate.open();
+    release.await.map_err(|e| Error::backend(format!("lab: the paused release failed: {e}")))??;
+    if !b_granted? {
+        return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
+    }
+    let how = "A read its own value, was delayed past its ttl, and its DEL";
+    successor_kept(lab, &name, b, f, Flaw::CheckThenDeleteWindow, how).await
+}
+
+/// A release sent twice (a retry after a lost reply) lands after the next grant.
+async fn retried_release(lab: &Lab, f: &mut Findings) -> Result<()> {
+    let name = lab.name("retried");
+    let mut a = lab.client(&name, Hooks::none()).await?;
+    let mut b = lab.client(&name, Hooks::none()).await?;
+    must_acquire(&mut a, LONG_TTL, lab.scheme).await?;
+    a.release().await?;
+    if !b.acquire(LONG_TTL).await? {
+        return Err(Error::backend(format!("lab: {}: a released lock was refused", lab.scheme)));
+    }
+    a.release().await?;
+    successor_kept(lab, &name, b, f, Flaw::RetriedReleaseFreedSuccessor, "A's retried release (a bare DEL)").await
+}
+
+/// After A's stray release: does B still hold the lock, or is a third client granted it?
+async fn successor_kept(
+    lab: &Lab,
+    name: &str,
+    mut b: Box<dyn LabLock>,
+    f: &mut Findings,
+    flaw: Flaw,
+    how: &str,
+) -> Result<()> {
+    let mut c = lab.client(name, Hooks::none()).await?;
+    if c.acquire(LONG_TTL).await? {
+        f.freed_successor(flaw, how);
+        c.release().await?;
+    } else {
+        f.kept(Property::NoForeignUnlock);
+    }
+    b.release().await?;
+    Ok(())
+}
+
+/// Seed 004's failover: the master dies before A's grant reached its replica, and the
+/// promoted replica serves B. (The replica is promoted just before A's grant, so that the
+/// grant certainly never reaches it: the same end state, made deterministic.)
+async fn promoted_replica(scheme: Scheme, name: &str, f: &mut Findings) -> Result<()> {
+    let mut master = OwnRedis::start().await?;
+    let mut replica = OwnRedis::start_replica_of(&master).await?;
+    replica.promote().await?;
+    let mut a = scheme.open(&[master.url()], name, Hooks::none(), Arc::new(Clock::system())).await?;
+    must_acquire(&mut a, LONG_TTL, scheme).await?;
+    master.kill();
+    a.crash();
+    let reason = "the master died before A's grant reached its replica; the promoted replica granted B too";
+    second_grant(scheme, &replica.url(), name, f, Flaw::PromotedReplicaForgotLock, reason).await
+}
+
+/// Whether B is granted on `url` the lock A held when its node was lost.
+async fn second_grant(scheme: Scheme, url: &str, name: &str, f: &mut Findings, flaw: Flaw, reason: &str) -> Result<()> {
+    let mut b = scheme.open(&[url.to_owned()], name, Hooks::none(), Arc::new(Clock::system())).await?;
+    if b.acquire(LONG_TTL).await? {
+        f.broke(Property::SurvivesNodeLoss, flaw, reason);
+    } else {
+        f.kept(Property::SurvivesNodeLoss);
+    }
+    b.crash();
+    Ok(())
+}
+
+/// The one server restarts without persistence while A holds the lock.
+async fn restart_without_persistence(scheme: Scheme, name: &str, f: &mut Findings) -> Result<()> {
+    let mut server = OwnRedis::start().await?;
+    let mut a = scheme.open(&[server.url()], name, Hooks::none(), Arc::new(Clock::system())).await?;
+    must_acquire(&mut a, LONG_TTL, scheme).await?;
+    server.restart().await?;
+    a.crash();
+    let reason = "the server restarted without persistence and granted B while A held the lock";
+    second_grant(scheme, &server.url(), name, f, Flaw::RestartForgotLock, reason).await
+}
+
+/// Redlock's nodes: one restarts empty while A holds the lock (B must still be refused),
+/// then another dies for good (a fresh client must still be granted by the rest).
+async fn redlock_node_loss(lab: &Lab, f: &mut Findings) -> Result<()> {
+    let mut nodes = Vec::new();
+    for _ in 0..REDLOCK_NODES {
+        nodes.push(OwnRedis::start().await?);
+    }
+    let urls: Vec<String> = nodes.iter().map(OwnRedis::url).collect();
+    let name = lab.name("node-loss");
+    let open = |hooks| lab.scheme.open(&urls, &name, hooks, Arc::new(Clock::system()));
+    let mut a = open(Hooks::none()).await?;
+    must_acquire(&mut a, LONG_TTL, lab.scheme).await?;
+    nodes[0].restart().await?;
+    let mut b = open(Hooks::none()).await?;
+    if b.acquire(LONG_TTL).await? {
+        f.broke(
+            Property::SurvivesNodeLoss,
+            Flaw::RestartForgotLock,
+            format!(
+                "one of {REDLOCK_NODES} nodes restarted without persistence and B was granted while A held the lock"
+            ),
+        );
+        b.crash();
+        return Ok(());
+    }
+    nodes[REDLOCK_NODES - 1].kill();
+    a.release().await?;
+    let mut c = open(Hooks::none()).await?;
+    if c.acquire(LONG_TTL).await? {
+        f.kept(Property::SurvivesNodeLoss);
+        c.crash();
+    } else {
+        f.broke(
+            Property::SurvivesNodeLoss,
+            Flaw::UnavailableAfterNodeLoss,
+            format!("with one of {REDLOCK_NODES} nodes down, nobody could take the free lock"),
+        );
+    }
+    Ok(())
+}
+
+/// Deletes what a run left on a server that is not the lab's own (keys without expiry
+/// would stay for ever). Bounded: 1000 SCAN steps.
+async fn clean(url: &str, run_id: &str) {
+    let Ok(mut raw) = Raw::open(url, "").await else { return };
+    let mut cursor = 0u64;
+    for _ in 0..1000 {
+        let mut c = redis::cmd("SCAN");
+        c.arg(cursor).arg("MATCH").arg(format!("*{run_id}*")).arg("COUNT").arg(1000);
+        let Ok((next, keys)) = raw.query::<(u64, Vec<String>)>(&c).await else { return };
+        if !keys.is_empty() {
+            let _: Result<i64> = raw.query(redis::cmd("DEL").arg(&keys)).await;
+        }
+        if next == 0 {
+            return;
+        }
+        cursor = next;
+    }
+}

@@ -1,0 +1,140 @@
+//! The lab's expected matrix, cell by cell: every safe scheme keeps every property it
+//! claims, every flawed scheme fails in exactly the way the seed documents describe
+//! (`core/src/lab/*.rs` cite them). The single-node faults run on the server of
+//! `scripts/services` (`BATON_TEST_REDIS_URL`, names under a random prefix, removed
+//! afterwards); the faults that kill, restart or fail over a server run on
+//! `redis-server` children of the lab's own (free ports, killed when done).
+//!
+//! No bound here is a speed target: the lab's ttls are 300 ms and every wait for an
+//! expiry polls up to 4 ttls + 2 s, which is what makes it pass on a loaded 2-core machine.
+#![cfg(feature = "lab")]
+
+use baton::lab::{self, Cell, Flaw, Matrix, Property, Scheme};
+
+use Flaw::*;
+
+/// ✓, or ✗ with the fault that must break it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Want {
+    Kept,
+    Broken(Flaw),
+}
+use Want::{Broken, Kept};
+
+/// The matrix the seeds predict (columns in `Property::ALL` order: mutual exclusion, no
+/// deadlock after holder crash, no foreign unlock, survives one node loss, fenced).
+fn expected(scheme: Scheme) -> [Want; 5] {
+    match scheme {
+        // 青铜: no expiry (deadlock); the bare DEL of a retried release frees the next holder.
+        Scheme::Setnx => [
+            Broken(RetriedReleaseFreedSuccessor),
+            Broken(NoExpiry),
+            Broken(RetriedReleaseFreedSuccessor),
+            Broken(PromotedReplicaForgotLock),
+            Broken(NoToken),
+        ],
+        // 白银: the holder dies between SETNX and EXPIRE; the shared value lets a late DEL
+        // free the successor.
+        Scheme::SetnxExpire => [
+            Broken(LateReleaseFreedSuccessor),
+            Broken(CrashBetweenSteps),
+            Broken(LateReleaseFreedSuccessor),
+            Broken(PromotedReplicaForgotLock),
+            Broken(NoToken),
+        ],
+        // 黄金: a slow holder deletes its successor's lock.
+        Scheme::SetNxPx => [
+            Broken(LateReleaseFreedSuccessor),
+            Kept,
+            Broken(LateReleaseFreedSuccessor),
+            Broken(PromotedReplicaForgotLock),
+            Broken(NoToken),
+        ],
+        // 铂金: the same through the GET/DEL window.
+        Scheme::SetNxPxOwned => [
+            Broken(CheckThenDeleteWindow),
+            Kept,
+            Broken(CheckThenDeleteWindow),
+            Broken(PromotedReplicaForgotLock),
+            Broken(NoToken),
+        ],
+        // 钻石: safe on one healthy node, unfenced, lost with its node.
+        Scheme::SetNxPxLua => [Kept, Kept, Kept, Broken(PromotedReplicaForgotLock), Broken(NoToken)],
+        // Client clocks decide expiry; the release is a bare DEL.
+        Scheme::GetsetTimestamp => [
+            Broken(ClockJumpTakeover),
+            Kept,
+            Broken(LateReleaseFreedSuccessor),
+            Broken(PromotedReplicaForgotLock),
+            Broken(NoToken),
+        ],
+        // baton's redis:// lock: everything but fault tolerance (one node).
+        Scheme::Redisson => [Kept, Kept, Kept, Broken(PromotedReplicaForgotLock), Kept],
+        // baton's redlock:// (3 nodes of the lab's own): everything, fenced by the tokens'
+        // max-register.
+        Scheme::Redlock => [Kept; 5],
+    }
+}
+
+fn config() -> lab::Config {
+    // The shared server when there is one (as `baton lab --url` runs); else the lab's own.
+    lab::Config { url: std::env::var("BATON_TEST_REDIS_URL").ok(), ..lab::Config::default() }
+}
+
+fn check(matrix: &Matrix) {
+    let mut wrong = Vec::new();
+    for scheme in Scheme::ALL {
+        let row = matrix.row(scheme).unwrap_or_else(|| panic!("no row for {scheme}"));
+        for (p, want) in Property::ALL.into_iter().zip(expected(scheme)) {
+            let cell = row.cell(p);
+            let got = match cell {
+                Cell::Kept => Some(Kept),
+                Cell::Broken { flaw, .. } => Some(Broken(*flaw)),
+                Cell::NotRun { .. } => None,
+            };
+            if got != Some(want) {
+                wrong.push(format!("{scheme} / {}: want {want:?}, got {cell:?}", p.title()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "unexpected cells:\n{}\n\nmatrix:\n{}", wrong.join("\n"), matrix.to_markdown());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_matrix_is_what_the_seeds_describe() {
+    if !lab::redis_server_available() {
+        assert!(std::env::var_os("CI").is_none(), "redis-server not installed (`scripts/services start redis`)");
+        eprintln!("redis-server not on PATH: skipping the lab");
+        return;
+    }
+    let matrix = lab::run(&config()).await.expect("lab run");
+    eprintln!("{}", matrix.to_markdown());
+    check(&matrix);
+    // Every ✗ has its one-line reason in the Markdown the docs carry.
+    let md = matrix.to_markdown();
+    // docs/lab.md carries what a run prints (regenerate: `baton lab --markdown FILE`).
+    let doc = include_str!("../../docs/lab.md");
+    assert!(
+        doc.contains(&format!("<!-- lab-matrix:start -->\n{md}<!-- lab-matrix:end -->")),
+        "docs/lab.md is stale:\n{md}"
+    );
+    let lines = matrix.reason_lines();
+    let crosses = matrix.rows.iter().flat_map(|r| &r.cells).filter(|c| c.flaw().is_some()).count();
+    assert_eq!(lines.iter().filter(|l| l.starts_with('✗')).count(), crosses);
+    for line in lines {
+        assert!(md.contains(&format!("- {line}\n")), "{line} missing from:\n{md}");
+        assert!(!line.contains('\n'), "a reason is one line: {line}");
+    }
+}
+
+#[tokio::test]
+async fn bad_configs_are_typed_errors() {
+    let bad_ttl = lab::Config { ttl: std::time::Duration::ZERO, ..config() };
+    assert_eq!(lab::run(&bad_ttl).await.unwrap_err().kind(), baton::ErrorKind::InvalidArgument);
+    let not_redis = lab::Config { url: Some("sqlite:///tmp/x.db".into()), ..lab::Config::default() };
+    assert_eq!(lab::run(&not_redis).await.unwrap_err().kind(), baton::ErrorKind::InvalidArgument);
+    let secret = lab::Config { url: Some("redis://u:hunter2@127.0.0.1:1".into()), ..lab::Config::default() };
+    let err = lab::run(&secret).await.unwrap_err();
+    assert_eq!(err.kind(), baton::ErrorKind::Connection, "{err}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+}

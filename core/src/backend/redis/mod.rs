@@ -21,6 +21,7 @@
 //! waiters are woken through one subscriber connection per client (`pubsub`); watchdog
 //! renewals go out as one pipeline per batch.
 
+mod clock;
 mod keys;
 mod pubsub;
 mod rsemaphore;
@@ -39,6 +40,7 @@ use redis::{
     Cmd, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo, RedisError, ServerErrorKind, Value,
 };
 
+use self::clock::Clock;
 use self::keys::{LockKeys, RwKeys, SemKeys};
 use self::pubsub::{Channels, Hub};
 use self::scripts::{Lua, SCRIPTS};
@@ -49,7 +51,7 @@ use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Requ
 use crate::url::StoreUrl;
 
 /// Options of `redis://` besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore"];
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore", "clock"];
 /// How long one command may take before it fails with `Connection` (`?timeout=`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take (`?connect_timeout=`).
@@ -113,6 +115,8 @@ pub(crate) struct Redis {
     rsemaphore: bool,
     /// `redis+cluster://`: how to move the subscriber connection to another node.
     rehome: Option<Rehome>,
+    /// `?clock=`: whose clock scores fair-lock places and permit expiries (`clock`).
+    clock: Clock,
 }
 
 /// The cluster's nodes and what a subscriber connection to one of them needs.
@@ -357,6 +361,7 @@ impl Redis {
                 )));
             }
         };
+        let clock = Clock::parse(url)?;
         let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
         let sentinel_of = (url.scheme() == "redis+sentinel").then(|| parse_sentinel_path(url)).transpose()?;
         let (host, port) =
@@ -483,7 +488,19 @@ impl Redis {
             config,
             sub_config,
         });
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel, db, rsemaphore, rehome })
+        Ok(Redis {
+            conn: Mutex::new(Some(conn)),
+            hub,
+            store,
+            bare,
+            simple,
+            cluster,
+            sentinel,
+            db,
+            rsemaphore,
+            rehome,
+            clock,
+        })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -636,7 +653,13 @@ impl Redis {
                 evalsha(
                     &SCRIPTS.sem_renew,
                     &[k.count.as_bytes(), k.permits.as_bytes(), k.meta.as_bytes()],
-                    &[holder.as_bytes(), &keys::first_member(&holder), lease.as_bytes(), k.channel.as_bytes()],
+                    &[
+                        holder.as_bytes(),
+                        &keys::first_member(&holder),
+                        lease.as_bytes(),
+                        k.channel.as_bytes(),
+                        self.clock.arg().as_bytes(),
+                    ],
                 )
             }
             Family::Latch => return Err(Error::unsupported("a count-down latch has no lease to renew")),
@@ -693,7 +716,7 @@ impl Redis {
                     k.counter.as_bytes(),
                     k.meta.as_bytes(),
                 ],
-                &[],
+                &[self.clock.arg().as_bytes()],
             )
             .await?;
         let bad = || self.reply_err("inspect", &v);
@@ -766,7 +789,11 @@ impl Redis {
     async fn inspect_sem(&self, key: &Key) -> Result<(KeyState, u64)> {
         let k = SemKeys::new(&self.name(key));
         let v = self
-            .eval(&SCRIPTS.sem_inspect, &[k.permits.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()], &[])
+            .eval(
+                &SCRIPTS.sem_inspect,
+                &[k.permits.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()],
+                &[self.clock.arg().as_bytes()],
+            )
             .await?;
         let bad = || self.reply_err("inspect", &v);
         let [now, zset, counter, meta] = items(&v).ok_or_else(bad)? else {
@@ -1034,6 +1061,7 @@ impl Backend for Redis {
                         enqueue.as_bytes(),
                         qttl.as_bytes(),
                         k.channel.as_bytes(),
+                        self.clock.arg().as_bytes(),
                     ],
                 )
                 .await?
@@ -1079,6 +1107,7 @@ impl Backend for Redis {
                         limit.to_string().as_bytes(),
                         lease.as_bytes(),
                         k.channel.as_bytes(),
+                        self.clock.arg().as_bytes(),
                     ],
                 )
                 .await?
@@ -1132,7 +1161,7 @@ impl Backend for Redis {
                 self.eval(
                     &SCRIPTS.lock_release,
                     &[k.hash.as_bytes(), k.queue.as_bytes(), k.timeouts.as_bytes(), k.meta.as_bytes()],
-                    &[holder.as_bytes(), c.as_bytes(), k.channel.as_bytes()],
+                    &[holder.as_bytes(), c.as_bytes(), k.channel.as_bytes(), self.clock.arg().as_bytes()],
                 )
                 .await?
             }
@@ -1151,7 +1180,13 @@ impl Backend for Redis {
                 self.eval(
                     &SCRIPTS.sem_release,
                     &[k.count.as_bytes(), k.permits.as_bytes(), k.meta.as_bytes()],
-                    &[holder.as_bytes(), &keys::first_member(&holder), c.as_bytes(), k.channel.as_bytes()],
+                    &[
+                        holder.as_bytes(),
+                        &keys::first_member(&holder),
+                        c.as_bytes(),
+                        k.channel.as_bytes(),
+                        self.clock.arg().as_bytes(),
+                    ],
                 )
                 .await?
             }

@@ -393,3 +393,140 @@ async fn redisson_permits_and_baton_permit_semaphore() {
 fn hex(id: &str) -> Vec<u8> {
     (0..16).map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).unwrap()).collect()
 }
+
+/// This machine's wall clock in ms: what Redisson's `System.currentTimeMillis()` gives.
+fn client_ms() -> u64 {
+    u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+}
+
+/// `?clock=client` scores exactly as Redisson does: a leased permit's `{N}:timeout` score
+/// is the client's `System.currentTimeMillis()` at the acquire plus the lease
+/// (`RedissonPermitExpirableSemaphore.calcTimeout`), and a fair waiter's
+/// `redisson_lock_timeout:{N}` score is the client's clock at its last attempt plus its
+/// queue ttl. Bracketed by this test's clock reads before and after the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_clock_scores_as_redisson() {
+    let (c, prefix) = baton("&names=bare&clock=client").await;
+    let mut con = raw().await;
+    let n = format!("{prefix}permits");
+    let lease = 20_000u64;
+    let sem = c.permit_semaphore_with("permits", 2, LockOptions::new().ttl(Duration::from_millis(lease)));
+    let before = client_ms();
+    let p = sem.acquire().await.unwrap();
+    let after = client_ms();
+    let score: f64 =
+        redis::cmd("ZSCORE").arg(format!("{{{n}}}:timeout")).arg(hex(p.id())).query_async(&mut con).await.unwrap();
+    assert!(
+        (before + lease) as f64 <= score && score <= (after + lease) as f64,
+        "permit score {score} is not the client's clock + lease ([{}, {}])",
+        before + lease,
+        after + lease
+    );
+    p.release().await.unwrap();
+
+    // A fair waiter behind a Redisson hold. Its place is refreshed at most every
+    // queue ttl / 3 (20 s here): the bracket is the waiter's start and the moment it is seen.
+    let name = "fair/clock";
+    let n = format!("{prefix}{name}");
+    let (queue, timeouts) = (format!("redisson_lock_queue:{{{n}}}"), format!("redisson_lock_timeout:{{{n}}}"));
+    let field = redisson_field();
+    assert_eq!(eval(&mut con, RLOCK_ACQUIRE, &[&n], &["30000", &field]).await, redis::Value::Nil);
+    let qttl = 60_000u64;
+    let fair = c.fair_lock_with(name, LockOptions::new().queue_ttl(Duration::from_millis(qttl)));
+    let owner = fair.owner().unwrap().to_owned();
+    let before = client_ms();
+    let waiter = tokio::spawn(async move { fair.acquire_timeout(Duration::from_secs(10)).await });
+    let score = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let s: Option<f64> = redis::cmd("ZSCORE").arg(&timeouts).arg(&owner).query_async(&mut con).await.unwrap();
+            if let Some(s) = s {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the baton waiter took no place within 5 s");
+    let after = client_ms();
+    assert!(
+        (before + qttl) as f64 <= score && score <= (after + qttl) as f64,
+        "place score {score} is not the client's clock + queue ttl ([{}, {}])",
+        before + qttl,
+        after + qttl
+    );
+    waiter.abort();
+    let _: () = redis::cmd("DEL").arg(&n).arg(&queue).arg(&timeouts).query_async(&mut con).await.unwrap();
+}
+
+/// With `?clock=client`, entries Redisson wrote with its client-clock scores are honoured
+/// on that clock: a Redisson waiter's place at the queue head (score = its
+/// `currentTime + ttl + threadWaitTime`, `RedissonFairLock.tryLockInnerAsync`) keeps a baton
+/// fair waiter out of a free lock until the score passes, and a Redisson permit leased
+/// until `currentTimeMillis() + 700` counts against baton's permits until then and is
+/// returned to the count afterwards (as Redisson's next acquire would).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_client_clock_entries_are_honoured() {
+    let (c, prefix) = baton("&names=bare&clock=client").await;
+    let mut con = raw().await;
+    let name = "fair/theirs";
+    let n = format!("{prefix}{name}");
+    let (queue, timeouts) = (format!("redisson_lock_queue:{{{n}}}"), format!("redisson_lock_timeout:{{{n}}}"));
+    // A Redisson waiter queued behind a hold that has just gone: lock free, its place
+    // scored `now + 0 (pttl) + 700 (wait)` on the Redisson side's clock.
+    let theirs = redisson_field();
+    let until = client_ms() + 700;
+    let _: () = redis::pipe()
+        .cmd("ZADD")
+        .arg(&timeouts)
+        .arg(until)
+        .arg(&theirs)
+        .cmd("RPUSH")
+        .arg(&queue)
+        .arg(&theirs)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let fair = c.fair_lock(name);
+    assert!(fair.try_acquire().await.unwrap().is_none(), "baton jumped the Redisson waiter's place");
+    // Bounded: the place ends 700 ms after it was written; 5 s leaves room for a loaded machine.
+    let g = fair.acquire_timeout(Duration::from_secs(5)).await.expect("the Redisson place expired on the client clock");
+    assert!(client_ms() >= until, "granted before the Redisson place's client-clock score passed");
+    g.release().await.unwrap();
+
+    let n = format!("{prefix}exports");
+    let zset = format!("{{{n}}}:timeout");
+    let sem = c.permit_semaphore_with("exports", 1, LockOptions::new());
+    let p = sem.acquire().await.unwrap();
+    p.release().await.unwrap();
+    // Redisson's acquire with a 700 ms lease: DECRBY + ZADD of a 16-byte id scored with
+    // its client clock.
+    let id = uuid::Uuid::new_v4().into_bytes().to_vec();
+    let until = client_ms() + 700;
+    let _: () = redis::pipe()
+        .cmd("DECRBY")
+        .arg(&n)
+        .arg(1)
+        .cmd("ZADD")
+        .arg(&zset)
+        .arg(until)
+        .arg(&id)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(sem.try_acquire().await.unwrap().is_none(), "the Redisson permit did not count");
+    let q = sem.acquire_timeout(Duration::from_secs(5)).await.expect("the Redisson permit's lease ended");
+    assert!(client_ms() >= until, "the Redisson permit came back before its client-clock score passed");
+    let gone: Option<f64> = redis::cmd("ZSCORE").arg(&zset).arg(&id).query_async(&mut con).await.unwrap();
+    assert_eq!(gone, None, "the expired Redisson permit left the zset");
+    q.release().await.unwrap();
+}
+
+/// `?clock=` takes `server` or `client` only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clock_option_is_validated() {
+    let url = server();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let e = Client::connect(&format!("{url}{sep}clock=local")).await.unwrap_err();
+    assert_eq!(e.kind(), baton::ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("`clock`") && e.to_string().contains("`client`"), "{e}");
+}

@@ -346,20 +346,9 @@ async fn redisson_permits_and_baton_permit_semaphore() {
     assert!(score.is_some(), "the permit id is a 16-byte member of {{N}}:timeout");
     let left: i64 = redis::cmd("GET").arg(&n).query_async(&mut con).await.unwrap();
     assert_eq!(left, 1);
-    // Redisson takes the last permit (its acquire: DECRBY + ZADD of a 16-byte id).
-    let theirs = uuid::Uuid::new_v4().into_bytes().to_vec();
+    // Redisson takes the last permit.
     let far = 4_102_444_800_000u64; // 2100-01-01: Redisson's client-clock expiry
-    let _: () = redis::pipe()
-        .cmd("DECRBY")
-        .arg(&n)
-        .arg(1)
-        .cmd("ZADD")
-        .arg(&zset)
-        .arg(far)
-        .arg(&theirs)
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    let theirs = redisson_take_permit(&mut con, &n, far).await;
     assert!(sem.try_acquire().await.unwrap().is_none());
     let waiter = tokio::spawn(async move { sem.acquire().await.map(|p| (p, Instant::now())) });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -387,6 +376,25 @@ async fn redisson_permits_and_baton_permit_semaphore() {
     p.release().await.unwrap();
     let left: i64 = redis::cmd("GET").arg(&n).query_async(&mut con).await.unwrap();
     assert_eq!(left, 2);
+}
+
+/// Redisson's permit acquire on `N` (`RedissonPermitExpirableSemaphore.tryAcquireAsync`):
+/// `DECRBY N 1` and a 16-byte id into `{N}:timeout` scored `expiry`; the id.
+async fn redisson_take_permit(con: &mut MultiplexedConnection, n: &str, expiry: u64) -> Vec<u8> {
+    let id = uuid::Uuid::new_v4().into_bytes().to_vec();
+    let zset = format!("{{{n}}}:timeout");
+    let _: () = redis::pipe()
+        .cmd("DECRBY")
+        .arg(n)
+        .arg(1)
+        .cmd("ZADD")
+        .arg(zset)
+        .arg(expiry)
+        .arg(&id)
+        .query_async(con)
+        .await
+        .unwrap();
+    id
 }
 
 /// A 32-hex permit id as the 16 bytes Redisson stores.
@@ -498,21 +506,9 @@ async fn redisson_client_clock_entries_are_honoured() {
     let sem = c.permit_semaphore_with("exports", 1, LockOptions::new());
     let p = sem.acquire().await.unwrap();
     p.release().await.unwrap();
-    // Redisson's acquire with a 700 ms lease: DECRBY + ZADD of a 16-byte id scored with
-    // its client clock.
-    let id = uuid::Uuid::new_v4().into_bytes().to_vec();
+    // Redisson's acquire with a 700 ms lease, scored with its client clock.
     let until = client_ms() + 700;
-    let _: () = redis::pipe()
-        .cmd("DECRBY")
-        .arg(&n)
-        .arg(1)
-        .cmd("ZADD")
-        .arg(&zset)
-        .arg(until)
-        .arg(&id)
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    let id = redisson_take_permit(&mut con, &n, until).await;
     assert!(sem.try_acquire().await.unwrap().is_none(), "the Redisson permit did not count");
     let q = sem.acquire_timeout(Duration::from_secs(5)).await.expect("the Redisson permit's lease ended");
     assert!(client_ms() >= until, "the Redisson permit came back before its client-clock score passed");

@@ -277,6 +277,13 @@ pub async fn watchdog_default_renewal(store: &Store) {
 /// re-entry (same token), a grant that expired, a dropped guard, the fair lock of the same
 /// name; `inspect` reports the last one.
 pub async fn fencing_tokens_grow(store: &Store) {
+    fencing_tokens_grow_with(store, async |_: &str| {}, true).await;
+}
+
+/// `fencing_tokens_grow` with `between` run after the expired grant (a foreign client's
+/// hold and release, on stores that have one), and the last grant a fair lock's when
+/// `last_fair` (stores without fair locks: a plain lock's).
+pub async fn fencing_tokens_grow_with(store: &Store, between: impl AsyncFnOnce(&str), last_fair: bool) {
     let (a, b) = (store.client().await, store.client().await);
     let name = unique("fence");
     let mut seen = Vec::new();
@@ -293,10 +300,12 @@ pub async fn fencing_tokens_grow(store: &Store) {
     let expired = a.lock_with(&name, LockOptions::new().ttl(Duration::from_millis(300))).acquire().await.unwrap();
     seen.push(expired.token());
     bounded("ttl grant expires", Duration::from_secs(5), expired.lost()).await;
+    between(&name).await;
     let g = bounded("grant after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
     seen.push(g.token());
     drop(g);
-    let g = bounded("grant after a dropped guard", Duration::from_secs(5), a.fair_lock(&name).acquire()).await.unwrap();
+    let last = async { if last_fair { a.fair_lock(&name).acquire().await } else { a.lock(&name).acquire().await } };
+    let g = bounded("grant after a dropped guard", Duration::from_secs(5), last).await.unwrap();
     seen.push(g.token());
     let info = b.inspect(&name).await.unwrap();
     assert_eq!(info.last_token, Some(g.token()));

@@ -4,28 +4,38 @@
 //! holds read back in Redisson's layout. The scripts below follow Redisson's
 //! (RedissonLock, RedissonFairLock, RedissonReadLock, RedissonPermitExpirableSemaphore,
 //! RedissonCountDownLatch): same keys, fields, arguments and messages.
+//! With `?clock=client` (Redisson's client-clock scores) the behaviour suite's fair-lock,
+//! semaphore and permit checks run too: the option changes whose clock decides, not what
+//! is guaranteed on one machine.
 //! The server is `BATON_TEST_REDIS_URL` (see `redis.rs` for the unset case).
 #![cfg(feature = "redis")]
+
+mod behaviour;
 
 use std::time::Duration;
 
 use baton::{Client, LockOptions};
+use behaviour::{Store, WAKE};
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
-/// Well under the engine's 1 s re-check: a wake-up this fast came from the message.
-const WAKE: Duration = Duration::from_millis(500);
-
 fn server() -> String {
-    match std::env::var("BATON_TEST_REDIS_URL") {
-        Ok(url) => url,
-        Err(_) if std::env::var_os("CI").is_some() => panic!("BATON_TEST_REDIS_URL is not set"),
-        Err(_) => {
-            eprintln!("BATON_TEST_REDIS_URL is not set: skipping the Redis interop tests");
-            std::process::exit(0);
-        }
-    }
+    behaviour::env_server("BATON_TEST_REDIS_URL", "Redis interop")
 }
+
+/// `redis://…?clock=client`; every check names its keys with `unique()`.
+fn client_clock_store() -> Store {
+    Store::from_env("BATON_TEST_REDIS_URL", "Redis interop", "clock=client")
+}
+
+behaviour_suite!(@tests crate::client_clock_store;
+    fair::grants_in_request_order, fair::vanished_waiter_is_skipped, fair::dropped_waiter_leaves_queue,
+    fair::random_cancellation_leaves_no_queue_place, fair::fair_exclusion,
+    semaphore::never_more_than_permits, semaphore::crashed_permits_return,
+    semaphore::waiter_woken_and_dropped_permit_returns,
+    permits::ids_and_release_by_id, permits::lease_expiry_and_update, permits::crashed_watchdog_permit_returns,
+    permits::permit_lost_when_released_elsewhere,
+);
 
 /// A baton client under a fresh key prefix (`extra`: more URL options), and the prefix.
 async fn baton(extra: &str) -> (Client, String) {

@@ -169,6 +169,8 @@ const KNOWN_SCHEMES: &[(&str, &str)] = &[
     ("rediss", "redis"),
     ("redis+cluster", "redis"),
     ("redis+sentinel", "redis"),
+    ("rediss+cluster", "redis"),
+    ("rediss+sentinel", "redis"),
     ("redlock", "redlock"),
     ("etcd", "etcd"),
     ("etcd+http", "etcd-http"),
@@ -193,7 +195,9 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
         #[cfg(feature = "mysql")]
         "mysql" => Ok(Arc::new(sql::mysql::Mysql::open(url).await?)),
         #[cfg(feature = "redis")]
-        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::Redis::open(url).await?)),
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel" | "rediss+sentinel" => {
+            Ok(Arc::new(redis::Redis::open(url).await?))
+        }
         #[cfg(feature = "etcd")]
         "etcd" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
         #[cfg(feature = "etcd-http")]

@@ -856,13 +856,16 @@ impl Redis {
     }
 }
 
-/// `lua` by SHA on `conn`, loaded again first if the server lost it.
+/// `lua` by SHA on `conn`; if the server lost it, by its source (`EVAL`, which also caches
+/// it again: a `SCRIPT LOAD` then `EVALSHA` could meet another `SCRIPT FLUSH` between
+/// the two).
 async fn eval_on(mut conn: Conn, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> redis::RedisResult<Value> {
     let cmd = evalsha(lua, keys, args);
     match cmd.query_async::<Value>(&mut conn).await {
         Err(e) if is_noscript(&e) => {
-            lua.script.load_async(&mut conn).await?;
-            cmd.query_async(&mut conn).await
+            let mut eval = redis::cmd("EVAL");
+            eval.arg(lua.code).arg(keys.len()).arg(keys).arg(args);
+            eval.query_async(&mut conn).await
         }
         r => r,
     }

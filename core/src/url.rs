@@ -157,8 +157,22 @@ fn decode(s: &str) -> String {
 }
 
 /// Best-effort redaction of a string that failed to parse: hides whatever sits between
-/// the last `:` and the `@` of the authority.
+/// the last `:` and the `@` of the authority, and the value of every query option named
+/// `…password` (`redis+sentinel://…?sentinel_password=`).
 fn redact_raw(s: &str) -> String {
+    let shown = redact_authority(s);
+    let Some((head, query)) = shown.split_once('?') else { return shown };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if decode(k).to_ascii_lowercase().ends_with("password") => format!("{k}=***"),
+            _ => kv.to_owned(),
+        })
+        .collect();
+    format!("{head}?{}", query.join("&"))
+}
+
+fn redact_authority(s: &str) -> String {
     let (head, rest) = match s.split_once("://") {
         Some((h, r)) => (format!("{h}://"), r),
         None => (String::new(), s),
@@ -223,6 +237,9 @@ mod tests {
             };
             assert!(!shown.contains("hunter2"), "{raw} -> {shown}");
         }
+        let u = StoreUrl::parse("redis+sentinel://h:26379/m?sentinel_password=hunter2&prefix=p").unwrap();
+        assert_eq!(u.to_string(), "redis+sentinel://h:26379/m?sentinel_password=***&prefix=p");
+        assert_eq!(u.option("sentinel_password"), Some("hunter2"));
         let e = StoreUrl::parse("not a url with :hunter2@").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidUrl);
     }

@@ -9,27 +9,11 @@ mod behaviour;
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
-use behaviour::{Store, bounded, unique};
+use behaviour::{Store, bounded, unique, with_option};
 
-/// The server's URL. Unset: a failure under CI (a skipped store must never count as
-/// passing there); elsewhere the whole binary stops with a message, as a skip.
+/// The server's URL (unset: see `env_server`).
 fn server() -> String {
-    match std::env::var("BATON_TEST_REDIS_URL") {
-        Ok(url) => url,
-        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDIS_URL"),
-        Err(_) => {
-            eprintln!(
-                "BATON_TEST_REDIS_URL is not set: skipping the Redis tests (run `scripts/services start redis` and \
-                 source its services.env)"
-            );
-            std::process::exit(0);
-        }
-    }
-}
-
-/// `url` with a query option added.
-fn with_option(url: &str, opt: &str) -> String {
-    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+    behaviour::env_server("BATON_TEST_REDIS_URL", "Redis")
 }
 
 /// The server as it is: every check names its keys with `unique()` (a UUID each), so

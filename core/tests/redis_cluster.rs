@@ -13,17 +13,7 @@ use baton::{Client, ErrorKind, LockOptions};
 use behaviour::{Store, unique};
 
 fn server() -> String {
-    match std::env::var("BATON_TEST_REDIS_CLUSTER_URL") {
-        Ok(url) => url,
-        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDIS_CLUSTER_URL"),
-        Err(_) => {
-            eprintln!(
-                "BATON_TEST_REDIS_CLUSTER_URL is not set: skipping the Redis Cluster tests (run `scripts/services \
-                 start redis-cluster` and source its services.env)"
-            );
-            std::process::exit(0);
-        }
-    }
+    behaviour::env_server("BATON_TEST_REDIS_CLUSTER_URL", "Redis Cluster")
 }
 
 fn store() -> Store {

@@ -4,28 +4,38 @@
 //! holds read back in Redisson's layout. The scripts below follow Redisson's
 //! (RedissonLock, RedissonFairLock, RedissonReadLock, RedissonPermitExpirableSemaphore,
 //! RedissonCountDownLatch): same keys, fields, arguments and messages.
+//! With `?clock=client` (Redisson's client-clock scores) the behaviour suite's fair-lock,
+//! semaphore and permit checks run too: the option changes whose clock decides, not what
+//! is guaranteed on one machine.
 //! The server is `BATON_TEST_REDIS_URL` (see `redis.rs` for the unset case).
 #![cfg(feature = "redis")]
+
+mod behaviour;
 
 use std::time::Duration;
 
 use baton::{Client, LockOptions};
+use behaviour::{Store, WAKE};
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
-/// Well under the engine's 1 s re-check: a wake-up this fast came from the message.
-const WAKE: Duration = Duration::from_millis(500);
-
 fn server() -> String {
-    match std::env::var("BATON_TEST_REDIS_URL") {
-        Ok(url) => url,
-        Err(_) if std::env::var_os("CI").is_some() => panic!("BATON_TEST_REDIS_URL is not set"),
-        Err(_) => {
-            eprintln!("BATON_TEST_REDIS_URL is not set: skipping the Redis interop tests");
-            std::process::exit(0);
-        }
-    }
+    behaviour::env_server("BATON_TEST_REDIS_URL", "Redis interop")
 }
+
+/// `redis://…?clock=client`; every check names its keys with `unique()`.
+fn client_clock_store() -> Store {
+    Store::from_env("BATON_TEST_REDIS_URL", "Redis interop", "clock=client")
+}
+
+behaviour_suite!(@tests crate::client_clock_store;
+    fair::grants_in_request_order, fair::vanished_waiter_is_skipped, fair::dropped_waiter_leaves_queue,
+    fair::random_cancellation_leaves_no_queue_place, fair::fair_exclusion,
+    semaphore::never_more_than_permits, semaphore::crashed_permits_return,
+    semaphore::waiter_woken_and_dropped_permit_returns,
+    permits::ids_and_release_by_id, permits::lease_expiry_and_update, permits::crashed_watchdog_permit_returns,
+    permits::permit_lost_when_released_elsewhere,
+);
 
 /// A baton client under a fresh key prefix (`extra`: more URL options), and the prefix.
 async fn baton(extra: &str) -> (Client, String) {
@@ -346,20 +356,9 @@ async fn redisson_permits_and_baton_permit_semaphore() {
     assert!(score.is_some(), "the permit id is a 16-byte member of {{N}}:timeout");
     let left: i64 = redis::cmd("GET").arg(&n).query_async(&mut con).await.unwrap();
     assert_eq!(left, 1);
-    // Redisson takes the last permit (its acquire: DECRBY + ZADD of a 16-byte id).
-    let theirs = uuid::Uuid::new_v4().into_bytes().to_vec();
+    // Redisson takes the last permit.
     let far = 4_102_444_800_000u64; // 2100-01-01: Redisson's client-clock expiry
-    let _: () = redis::pipe()
-        .cmd("DECRBY")
-        .arg(&n)
-        .arg(1)
-        .cmd("ZADD")
-        .arg(&zset)
-        .arg(far)
-        .arg(&theirs)
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    let theirs = redisson_take_permit(&mut con, &n, far).await;
     assert!(sem.try_acquire().await.unwrap().is_none());
     let waiter = tokio::spawn(async move { sem.acquire().await.map(|p| (p, Instant::now())) });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -389,7 +388,151 @@ async fn redisson_permits_and_baton_permit_semaphore() {
     assert_eq!(left, 2);
 }
 
+/// Redisson's permit acquire on `N` (`RedissonPermitExpirableSemaphore.tryAcquireAsync`):
+/// `DECRBY N 1` and a 16-byte id into `{N}:timeout` scored `expiry`; the id.
+async fn redisson_take_permit(con: &mut MultiplexedConnection, n: &str, expiry: u64) -> Vec<u8> {
+    let id = uuid::Uuid::new_v4().into_bytes().to_vec();
+    let zset = format!("{{{n}}}:timeout");
+    let _: () = redis::pipe()
+        .cmd("DECRBY")
+        .arg(n)
+        .arg(1)
+        .cmd("ZADD")
+        .arg(zset)
+        .arg(expiry)
+        .arg(&id)
+        .query_async(con)
+        .await
+        .unwrap();
+    id
+}
+
 /// A 32-hex permit id as the 16 bytes Redisson stores.
 fn hex(id: &str) -> Vec<u8> {
     (0..16).map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).unwrap()).collect()
+}
+
+/// This machine's wall clock in ms: what Redisson's `System.currentTimeMillis()` gives.
+fn client_ms() -> u64 {
+    u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+}
+
+/// `?clock=client` scores exactly as Redisson does: a leased permit's `{N}:timeout` score
+/// is the client's `System.currentTimeMillis()` at the acquire plus the lease
+/// (`RedissonPermitExpirableSemaphore.calcTimeout`), and a fair waiter's
+/// `redisson_lock_timeout:{N}` score is the client's clock at its last attempt plus its
+/// queue ttl. Bracketed by this test's clock reads before and after the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_clock_scores_as_redisson() {
+    let (c, prefix) = baton("&names=bare&clock=client").await;
+    let mut con = raw().await;
+    let n = format!("{prefix}permits");
+    let lease = 20_000u64;
+    let sem = c.permit_semaphore_with("permits", 2, LockOptions::new().ttl(Duration::from_millis(lease)));
+    let before = client_ms();
+    let p = sem.acquire().await.unwrap();
+    let after = client_ms();
+    let score: f64 =
+        redis::cmd("ZSCORE").arg(format!("{{{n}}}:timeout")).arg(hex(p.id())).query_async(&mut con).await.unwrap();
+    assert!(
+        (before + lease) as f64 <= score && score <= (after + lease) as f64,
+        "permit score {score} is not the client's clock + lease ([{}, {}])",
+        before + lease,
+        after + lease
+    );
+    p.release().await.unwrap();
+
+    // A fair waiter behind a Redisson hold. Its place is refreshed at most every
+    // queue ttl / 3 (20 s here): the bracket is the waiter's start and the moment it is seen.
+    let name = "fair/clock";
+    let n = format!("{prefix}{name}");
+    let (queue, timeouts) = (format!("redisson_lock_queue:{{{n}}}"), format!("redisson_lock_timeout:{{{n}}}"));
+    let field = redisson_field();
+    assert_eq!(eval(&mut con, RLOCK_ACQUIRE, &[&n], &["30000", &field]).await, redis::Value::Nil);
+    let qttl = 60_000u64;
+    let fair = c.fair_lock_with(name, LockOptions::new().queue_ttl(Duration::from_millis(qttl)));
+    let owner = fair.owner().unwrap().to_owned();
+    let before = client_ms();
+    let waiter = tokio::spawn(async move { fair.acquire_timeout(Duration::from_secs(10)).await });
+    let score = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let s: Option<f64> = redis::cmd("ZSCORE").arg(&timeouts).arg(&owner).query_async(&mut con).await.unwrap();
+            if let Some(s) = s {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the baton waiter took no place within 5 s");
+    let after = client_ms();
+    assert!(
+        (before + qttl) as f64 <= score && score <= (after + qttl) as f64,
+        "place score {score} is not the client's clock + queue ttl ([{}, {}])",
+        before + qttl,
+        after + qttl
+    );
+    waiter.abort();
+    let _: () = redis::cmd("DEL").arg(&n).arg(&queue).arg(&timeouts).query_async(&mut con).await.unwrap();
+}
+
+/// With `?clock=client`, entries Redisson wrote with its client-clock scores are honoured
+/// on that clock: a Redisson waiter's place at the queue head (score = its
+/// `currentTime + ttl + threadWaitTime`, `RedissonFairLock.tryLockInnerAsync`) keeps a baton
+/// fair waiter out of a free lock until the score passes, and a Redisson permit leased
+/// until `currentTimeMillis() + 700` counts against baton's permits until then and is
+/// returned to the count afterwards (as Redisson's next acquire would).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_client_clock_entries_are_honoured() {
+    let (c, prefix) = baton("&names=bare&clock=client").await;
+    let mut con = raw().await;
+    let name = "fair/theirs";
+    let n = format!("{prefix}{name}");
+    let (queue, timeouts) = (format!("redisson_lock_queue:{{{n}}}"), format!("redisson_lock_timeout:{{{n}}}"));
+    // A Redisson waiter queued behind a hold that has just gone: lock free, its place
+    // scored `now + 0 (pttl) + 700 (wait)` on the Redisson side's clock.
+    let theirs = redisson_field();
+    let until = client_ms() + 700;
+    let _: () = redis::pipe()
+        .cmd("ZADD")
+        .arg(&timeouts)
+        .arg(until)
+        .arg(&theirs)
+        .cmd("RPUSH")
+        .arg(&queue)
+        .arg(&theirs)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let fair = c.fair_lock(name);
+    assert!(fair.try_acquire().await.unwrap().is_none(), "baton jumped the Redisson waiter's place");
+    // Bounded: the place ends 700 ms after it was written; 5 s leaves room for a loaded machine.
+    let g = fair.acquire_timeout(Duration::from_secs(5)).await.expect("the Redisson place expired on the client clock");
+    assert!(client_ms() >= until, "granted before the Redisson place's client-clock score passed");
+    g.release().await.unwrap();
+
+    let n = format!("{prefix}exports");
+    let zset = format!("{{{n}}}:timeout");
+    let sem = c.permit_semaphore_with("exports", 1, LockOptions::new());
+    let p = sem.acquire().await.unwrap();
+    p.release().await.unwrap();
+    // Redisson's acquire with a 700 ms lease, scored with its client clock.
+    let until = client_ms() + 700;
+    let id = redisson_take_permit(&mut con, &n, until).await;
+    assert!(sem.try_acquire().await.unwrap().is_none(), "the Redisson permit did not count");
+    let q = sem.acquire_timeout(Duration::from_secs(5)).await.expect("the Redisson permit's lease ended");
+    assert!(client_ms() >= until, "the Redisson permit came back before its client-clock score passed");
+    let gone: Option<f64> = redis::cmd("ZSCORE").arg(&zset).arg(&id).query_async(&mut con).await.unwrap();
+    assert_eq!(gone, None, "the expired Redisson permit left the zset");
+    q.release().await.unwrap();
+}
+
+/// `?clock=` takes `server` or `client` only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clock_option_is_validated() {
+    let url = server();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let e = Client::connect(&format!("{url}{sep}clock=local")).await.unwrap_err();
+    assert_eq!(e.kind(), baton::ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("`clock`") && e.to_string().contains("`client`"), "{e}");
 }

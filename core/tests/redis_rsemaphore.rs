@@ -11,27 +11,16 @@ mod behaviour;
 use std::time::Duration;
 
 use baton::{Client, LockOptions};
-use behaviour::{Store, stalled, unique};
+use behaviour::{Store, stalled, unique, with_option};
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
 fn server() -> String {
-    match std::env::var("BATON_TEST_REDIS_URL") {
-        Ok(url) => url,
-        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDIS_URL"),
-        Err(_) => {
-            eprintln!("BATON_TEST_REDIS_URL is not set: skipping the RSemaphore tests");
-            std::process::exit(0);
-        }
-    }
-}
-
-fn with_option(url: &str, opt: &str) -> String {
-    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+    behaviour::env_server("BATON_TEST_REDIS_URL", "RSemaphore")
 }
 
 fn store() -> Store {
-    Store { url: with_option(&server(), "semaphore=rsemaphore"), keep: None }
+    Store::from_env("BATON_TEST_REDIS_URL", "RSemaphore", "semaphore=rsemaphore")
 }
 
 behaviour_suite!(@tests crate::store;

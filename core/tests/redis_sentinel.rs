@@ -8,22 +8,8 @@ mod behaviour;
 
 use behaviour::Store;
 
-fn server() -> String {
-    match std::env::var("BATON_TEST_REDIS_SENTINEL_URL") {
-        Ok(url) => url,
-        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDIS_SENTINEL_URL"),
-        Err(_) => {
-            eprintln!(
-                "BATON_TEST_REDIS_SENTINEL_URL is not set: skipping the Redis Sentinel tests (run `scripts/services \
-                 start redis-sentinel` and source its services.env)"
-            );
-            std::process::exit(0);
-        }
-    }
-}
-
 fn store() -> Store {
-    Store { url: server(), keep: None }
+    Store::from_env("BATON_TEST_REDIS_SENTINEL_URL", "Redis Sentinel", "")
 }
 
 behaviour_suite!(crate::store);

@@ -9,7 +9,7 @@ mod own_redis;
 use std::time::Duration;
 
 use baton::{Client, ErrorKind};
-use own_redis::{Certs, OwnRedis, tools_present};
+use own_redis::{Certs, OwnRedis, SentinelSetup, tools_present};
 use tokio::time::Instant;
 
 /// Well under the engine's 1 s re-check: a wake-up this fast came from pub/sub (here over
@@ -88,11 +88,86 @@ async fn tls_bad_ca_options() {
         ("rediss://127.0.0.1:1?ca=".to_owned(), "ca"),
         (format!("rediss://127.0.0.1:1?ca={}", garbage.display()), "PEM"),
         ("redis://127.0.0.1:1?ca=/tmp/ca.pem".to_owned(), "rediss://"),
+        ("redis+cluster://127.0.0.1:1?ca=/tmp/ca.pem".to_owned(), "rediss+cluster://"),
+        ("redis+sentinel://127.0.0.1:1/m?ca=/tmp/ca.pem".to_owned(), "rediss+sentinel://"),
+        ("rediss+cluster://127.0.0.1:1?ca=/nonexistent/ca.pem".to_owned(), "/nonexistent/ca.pem"),
+        ("rediss+sentinel://127.0.0.1:1/m?ca=/nonexistent/ca.pem".to_owned(), "/nonexistent/ca.pem"),
+        ("redis://127.0.0.1:1?sentinel_password=hunter2".to_owned(), "Sentinel only"),
+        ("rediss+cluster://127.0.0.1:1?sentinel_user=u".to_owned(), "Sentinel only"),
     ] {
         let e = Client::connect(&url).await.expect_err(&url);
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{url}: {e}");
         assert!(e.to_string().contains(needle), "{url}: `{e}` should mention `{needle}`");
+        assert!(!format!("{e} {e:?}").contains("hunter2"), "a password in {e:?}");
     }
+}
+
+/// `rediss+cluster://` with the generated CA: a 3-master cluster of the test's own
+/// serving TLS (`tls-cluster yes`, so the node addresses the cluster hands out are its
+/// TLS ports): locks, pub/sub wake-ups and semaphores work; the plain scheme on the TLS
+/// ports is a prompt `Connection` error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_cluster_with_generated_ca() {
+    if !tools_present(&["redis-server", "redis-cli", "openssl"]) {
+        return;
+    }
+    let (nodes, certs) = OwnRedis::start_tls_cluster();
+    let hosts: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.tls_port.unwrap())).collect();
+    let hosts = hosts.join(",");
+    hold_and_wake(&format!("rediss+cluster://{hosts}?ca={}", certs.ca.display())).await;
+    let t0 = Instant::now();
+    let e = Client::connect(&format!("redis+cluster://{hosts}?connect_timeout=2s")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(t0.elapsed() < GIVE_UP, "gave up after {:?}", t0.elapsed());
+}
+
+/// `rediss+sentinel://` with sentinel authentication: a master serving TLS behind
+/// `requirepass` and a sentinel serving TLS behind a `requirepass` of its own (reaching
+/// the master over TLS with `sentinel auth-pass`). The URL's `:password@` logs in to the
+/// master, `?sentinel_password=` to the sentinel: locks, wake-ups and semaphores work.
+/// A wrong or missing sentinel password, a wrong master password and the plain scheme on
+/// the TLS ports are each a prompt `Connection` error; no message or `Debug` output shows
+/// a password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_sentinel_with_auth() {
+    if !tools_present(&["redis-server", "openssl"]) {
+        return;
+    }
+    let (master_pw, sentinel_pw) = ("master-S3cret", "sentinel-S3cret");
+    let (master, certs) = OwnRedis::start_tls_with(&["--requirepass", master_pw]);
+    let setup = SentinelSetup { certs: Some(&certs), master_password: Some(master_pw), password: Some(sentinel_pw) };
+    let sentinel = OwnRedis::start_sentinel_with(master.tls_port.unwrap(), 5000, &setup);
+    let at = format!("127.0.0.1:{}/mymaster", sentinel.tls_port.unwrap());
+    let ca = format!("ca={}", certs.ca.display());
+    let good = format!("rediss+sentinel://:{master_pw}@{at}?{ca}&sentinel_password={sentinel_pw}");
+    hold_and_wake(&good).await;
+    let c = Client::connect(&good).await.unwrap();
+    let shown = format!("{c:?}");
+    assert!(!shown.contains(master_pw) && !shown.contains(sentinel_pw), "{shown}");
+    c.close().await;
+
+    let fast = "connect_timeout=2s&timeout=2s";
+    for url in [
+        format!("rediss+sentinel://:{master_pw}@{at}?{ca}&{fast}&sentinel_password=wrong-hunter2"),
+        format!("rediss+sentinel://:{master_pw}@{at}?{ca}&{fast}"),
+        format!("rediss+sentinel://:wrong-hunter2@{at}?{ca}&{fast}&sentinel_password={sentinel_pw}"),
+        format!("redis+sentinel://:{master_pw}@{at}?{fast}&sentinel_password={sentinel_pw}"),
+    ] {
+        refused_promptly(&url, &[ErrorKind::Connection], &["wrong-hunter2", master_pw, sentinel_pw]).await;
+    }
+}
+
+/// Connecting to `url` fails with one of `kinds` within `GIVE_UP`, and neither the
+/// message nor `Debug` shows any of `secrets`.
+async fn refused_promptly(url: &str, kinds: &[ErrorKind], secrets: &[&str]) {
+    let t0 = Instant::now();
+    let e = Client::connect(url).await.expect_err(url);
+    assert!(kinds.contains(&e.kind()), "{url}: {e}");
+    let shown = format!("{e} {e:?}");
+    for secret in secrets {
+        assert!(!shown.contains(secret), "a password in {shown}");
+    }
+    assert!(t0.elapsed() < GIVE_UP, "{url}: gave up after {:?}", t0.elapsed());
 }
 
 /// An ACL user (`ACL SETUSER`) logs in with `redis://user:pass@…` and everything works,
@@ -131,12 +206,7 @@ async fn acl_users_and_passwords() {
         format!("redis://off-user:{pass}@127.0.0.1:{port}?{fast}"),
         format!("redis://:wrong-hunter2@127.0.0.1:{port}?{fast}"),
     ] {
-        let t0 = Instant::now();
-        let e = Client::connect(&url).await.expect_err(&url);
-        assert!(matches!(e.kind(), ErrorKind::Connection | ErrorKind::Backend), "{url}: {e}");
-        let shown = format!("{e} {e:?}");
-        assert!(!shown.contains("wrong-hunter2") && !shown.contains(pass), "a password in {shown}");
-        assert!(t0.elapsed() < GIVE_UP, "{url}: gave up after {:?}", t0.elapsed());
+        refused_promptly(&url, &[ErrorKind::Connection, ErrorKind::Backend], &["wrong-hunter2", pass]).await;
     }
     // Logged in, but no rights on these keys: the command fails, as `Backend`.
     let c = Client::connect(&format!("redis://narrow:{pass}@127.0.0.1:{port}")).await.unwrap();

@@ -8,7 +8,7 @@
 //! locks, semaphores, permits and latches keep Redisson's layouts, so their checks run
 //! here too. Left out of the selection, because they take a fair lock on purpose:
 //! `fair::*`, `lock::fencing_tokens_grow` (its last grant is a fair lock's; the same
-//! sequence without it is `fencing_tokens_grow_simple` below) and
+//! sequence with a plain lock last is `fencing_tokens_grow_simple` below) and
 //! `lock::close_releases_every_primitive` (likewise: `close_releases_simple`).
 #![cfg(feature = "redis")]
 
@@ -17,28 +17,17 @@ mod behaviour;
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
-use behaviour::{Store, bounded, unique};
+use behaviour::{Store, bounded, unique, with_option};
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
 fn server() -> String {
-    match std::env::var("BATON_TEST_REDIS_URL") {
-        Ok(url) => url,
-        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDIS_URL"),
-        Err(_) => {
-            eprintln!("BATON_TEST_REDIS_URL is not set: skipping the simple-lock Redis tests");
-            std::process::exit(0);
-        }
-    }
-}
-
-fn with_option(url: &str, opt: &str) -> String {
-    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+    behaviour::env_server("BATON_TEST_REDIS_URL", "simple-lock Redis")
 }
 
 /// `redis://…?scheme=simple`; every check names its keys with `unique()`.
 fn store() -> Store {
-    Store { url: with_option(&server(), "scheme=simple"), keep: None }
+    Store::from_env("BATON_TEST_REDIS_URL", "simple-lock Redis", "scheme=simple")
 }
 
 behaviour_suite!(@tests crate::store;
@@ -293,42 +282,18 @@ async fn watchdog_extends_simple_hold() {
     g.release().await.unwrap();
 }
 
-/// Fencing tokens grow across every kind of simple grant (the fair-lock-free form of the
-/// suite's `fencing_tokens_grow`), including after a redis-py hold in between.
+/// Fencing tokens grow across every kind of simple grant (the suite's
+/// `fencing_tokens_grow` with a plain lock's grant last), including after a redis-py hold
+/// in between.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_grow_simple() {
-    let store = store();
-    let (a, b) = (store.client().await, store.client().await);
-    let name = unique("fence");
-    let mut seen = Vec::new();
-    let g = a.lock(&name).acquire().await.unwrap();
-    seen.push(g.token());
-    g.release().await.unwrap();
-    let lock = b.lock(&name);
-    let g = lock.try_acquire().await.unwrap().expect("free");
-    let again = lock.acquire().await.unwrap();
-    assert_eq!(again.token(), g.token(), "a re-entry keeps the token");
-    seen.push(g.token());
-    again.release().await.unwrap();
-    g.release().await.unwrap();
-    let expired = a.lock_with(&name, LockOptions::new().ttl(Duration::from_millis(300))).acquire().await.unwrap();
-    seen.push(expired.token());
-    bounded("ttl grant expires", Duration::from_secs(5), expired.lost()).await;
-    let mut con = raw().await;
-    let token = redis_py_token();
-    assert!(redis_py_acquire(&mut con, &name, &token, Some(10_000)).await);
-    let _: i64 = eval(&mut con, REDIS_PY_RELEASE, &[&name], &[&token]).await;
-    let g = bounded("grant after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
-    seen.push(g.token());
-    drop(g);
-    let g = bounded("grant after a dropped guard", Duration::from_secs(5), a.lock(&name).acquire()).await.unwrap();
-    seen.push(g.token());
-    let info = b.inspect(&name).await.unwrap();
-    assert_eq!(info.last_token, Some(g.token()));
-    assert_eq!(info.holders[0].token, g.token());
-    g.release().await.unwrap();
-    assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {seen:?}");
-    assert_eq!(expired.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    let redis_py_hold = async |name: &str| {
+        let mut con = raw().await;
+        let token = redis_py_token();
+        assert!(redis_py_acquire(&mut con, name, &token, Some(10_000)).await);
+        let _: i64 = eval(&mut con, REDIS_PY_RELEASE, &[name], &[&token]).await;
+    };
+    behaviour::lock::fencing_tokens_grow_with(&store(), redis_py_hold, false).await;
 }
 
 /// `close` gives back simple holds (re-entered too) and the Redisson-layout kinds.

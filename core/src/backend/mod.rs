@@ -196,6 +196,8 @@ const KNOWN_SCHEMES: &[(&str, &str)] = &[
     ("rediss", "redis"),
     ("redis+cluster", "redis"),
     ("redis+sentinel", "redis"),
+    ("rediss+cluster", "redis"),
+    ("rediss+sentinel", "redis"),
     ("redlock", "redlock"),
     ("etcd", "etcd"),
     ("etcd+http", "etcd-http"),
@@ -220,7 +222,9 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
         #[cfg(feature = "mysql")]
         "mysql" => Ok(Arc::new(sql::mysql::Mysql::open(url).await?)),
         #[cfg(feature = "redis")]
-        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::Redis::open(url).await?)),
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel" | "rediss+sentinel" => {
+            Ok(Arc::new(redis::Redis::open(url).await?))
+        }
         #[cfg(feature = "redlock")]
         "redlock" => Ok(Arc::new(redlock::Redlock::open(url).await?)),
         #[cfg(feature = "etcd")]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
 
-use super::{Store, bounded, unique};
+use super::{Store, bounded, unique, with_option};
 
 fn expect_kind<T: std::fmt::Debug>(r: baton::Result<T>, kind: ErrorKind, needle: &str) {
     let e = r.expect_err("expected an error");
@@ -98,11 +98,6 @@ pub async fn closed_client(store: &Store) {
     expect_kind(c.semaphore(&name, 1).try_acquire().await, ErrorKind::Closed, "closed");
     expect_kind(c.count_down_latch(&name).count().await, ErrorKind::Closed, "closed");
     expect_kind(c.inspect(&name).await, ErrorKind::Closed, "closed");
-}
-
-/// `url` with a query option appended.
-fn with_option(url: &str, opt: &str) -> String {
-    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
 }
 
 /// This store's own URL with bad options: unknown option (`InvalidUrl`), bad values

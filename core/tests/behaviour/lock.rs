@@ -277,16 +277,19 @@ pub async fn watchdog_default_renewal(store: &Store) {
 /// re-entry (same token), a grant that expired, a dropped guard, the fair lock of the same
 /// name; `inspect` reports the last one.
 pub async fn fencing_tokens_grow(store: &Store) {
-    fencing_tokens(store, true).await;
+    fencing_tokens_grow_with(store, async |_: &str| {}, true).await;
 }
 
 /// `fencing_tokens_grow` on a store without fair locks (`redlock://`): the grant after
 /// the dropped guard is a plain lock's.
 pub async fn fencing_tokens_grow_without_fair(store: &Store) {
-    fencing_tokens(store, false).await;
+    fencing_tokens_grow_with(store, async |_: &str| {}, false).await;
 }
 
-async fn fencing_tokens(store: &Store, fair: bool) {
+/// `fencing_tokens_grow` with `between` run after the expired grant (a foreign client's
+/// hold and release, on stores that have one), and the last grant a fair lock's when
+/// `last_fair` (stores without fair locks: a plain lock's).
+pub async fn fencing_tokens_grow_with(store: &Store, between: impl AsyncFnOnce(&str), last_fair: bool) {
     let (a, b) = (store.client().await, store.client().await);
     let name = unique("fence");
     let mut seen = Vec::new();
@@ -303,16 +306,12 @@ async fn fencing_tokens(store: &Store, fair: bool) {
     let expired = a.lock_with(&name, LockOptions::new().ttl(Duration::from_millis(300))).acquire().await.unwrap();
     seen.push(expired.token());
     bounded("ttl grant expires", Duration::from_secs(5), expired.lost()).await;
+    between(&name).await;
     let g = bounded("grant after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
     seen.push(g.token());
     drop(g);
-    let after_drop = Duration::from_secs(5);
-    let g = if fair {
-        bounded("grant after a dropped guard", after_drop, a.fair_lock(&name).acquire()).await
-    } else {
-        bounded("grant after a dropped guard", after_drop, a.lock(&name).acquire()).await
-    }
-    .unwrap();
+    let last = async { if last_fair { a.fair_lock(&name).acquire().await } else { a.lock(&name).acquire().await } };
+    let g = bounded("grant after a dropped guard", Duration::from_secs(5), last).await.unwrap();
     seen.push(g.token());
     let info = b.inspect(&name).await.unwrap();
     assert_eq!(info.last_token, Some(g.token()));

@@ -32,6 +32,37 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The shared server of `scripts/services` whose URL is in `var` (see `env_server`),
+    /// with `options` (`""` or `a=b&c=d`) added; every check names its keys with
+    /// `unique()`.
+    pub fn from_env(var: &str, what: &str, options: &str) -> Store {
+        let url = env_server(var, what);
+        Store { url: if options.is_empty() { url } else { with_option(&url, options) }, keep: None }
+    }
+}
+
+/// The URL in `var`. Unset: a failure under CI (a skipped store must never count as
+/// passing there); elsewhere the whole test binary stops with a message, as a skip.
+pub fn env_server(var: &str, what: &str) -> String {
+    match std::env::var(var) {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("CI").is_some() => crash::server_url(var),
+        Err(_) => {
+            eprintln!(
+                "{var} is not set: skipping the {what} tests (run `scripts/services start` and source its \
+                 services.env)"
+            );
+            std::process::exit(0);
+        }
+    }
+}
+
+/// `url` with a query option appended.
+pub fn with_option(url: &str, opt: &str) -> String {
+    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+}
+
 /// A name no other test uses.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}/{}", uuid::Uuid::new_v4().simple())

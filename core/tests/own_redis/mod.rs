@@ -35,7 +35,8 @@ pub fn free_port() -> u16 {
 }
 
 /// A CA and a server certificate for 127.0.0.1 / localhost signed by it (P-256 keys:
-/// fast to make), in `dir`.
+/// fast to make), in `dir`. The certificate serves as a client's too (`clientAuth`): the
+/// nodes of a TLS cluster present it to each other on the bus, which always checks it.
 pub struct Certs {
     pub ca: PathBuf,
     pub cert: PathBuf,
@@ -81,7 +82,7 @@ impl Certs {
         std::fs::write(
             dir.join(&ext),
             "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n\
-             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n",
         )
         .unwrap();
         openssl(
@@ -108,6 +109,17 @@ impl Certs {
     }
 }
 
+/// What `start_sentinel_with` sets up besides the defaults.
+#[derive(Default)]
+pub struct SentinelSetup<'a> {
+    /// A TLS port too (and TLS to the master), with these certificates.
+    pub certs: Option<&'a Certs>,
+    /// The master's `requirepass` (`sentinel auth-pass`).
+    pub master_password: Option<&'a str>,
+    /// The sentinel's own `requirepass`.
+    pub password: Option<&'a str>,
+}
+
 /// One redis-server child: `port` plain, `tls_port` with TLS when started with certs.
 pub struct OwnRedis {
     child: Option<Child>,
@@ -125,9 +137,16 @@ impl OwnRedis {
 
     /// A server with a TLS port too (certificates generated in its dir); the CA file.
     pub fn start_tls() -> (OwnRedis, Certs) {
+        OwnRedis::start_tls_with(&[])
+    }
+
+    /// `start_tls` with more server arguments (`--requirepass`, …).
+    pub fn start_tls_with(extra: &[&str]) -> (OwnRedis, Certs) {
         let dir = tempfile::tempdir().unwrap();
         let certs = Certs::generate(dir.path(), "a");
-        (OwnRedis::launch(dir, Some(&certs)), certs)
+        let mut r = OwnRedis::launch_with(dir, Some(&certs), |args| args.extend(extra.iter().map(|a| a.to_string())));
+        r.run();
+        (r, certs)
     }
 
     /// A replica of the server on `master_port`.
@@ -142,20 +161,40 @@ impl OwnRedis {
     /// A sentinel watching `mymaster` on `master_port` (quorum 1, down after
     /// `down_after_ms`).
     pub fn start_sentinel(master_port: u16, down_after_ms: u64) -> OwnRedis {
+        OwnRedis::start_sentinel_with(master_port, down_after_ms, &SentinelSetup::default())
+    }
+
+    /// `start_sentinel` with TLS and passwords (`SentinelSetup`).
+    pub fn start_sentinel_with(master_port: u16, down_after_ms: u64, setup: &SentinelSetup) -> OwnRedis {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let conf = dir.path().join("sentinel.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "bind 127.0.0.1\nport {port}\ndir {}\nsentinel monitor mymaster 127.0.0.1 {master_port} 1\n\
-                 sentinel down-after-milliseconds mymaster {down_after_ms}\nsentinel failover-timeout mymaster 5000\n",
-                dir.path().display()
-            ),
-        )
-        .unwrap();
+        let mut text = format!(
+            "bind 127.0.0.1\nport {port}\ndir {}\nsentinel monitor mymaster 127.0.0.1 {master_port} 1\n\
+             sentinel down-after-milliseconds mymaster {down_after_ms}\nsentinel failover-timeout mymaster 5000\n",
+            dir.path().display()
+        );
+        let tls_port = setup.certs.map(|c| {
+            let p = free_port();
+            // `tls-replication yes`: the sentinel reaches the master over TLS too.
+            text.push_str(&format!(
+                "tls-port {p}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\ntls-auth-clients no\n\
+                 tls-replication yes\n",
+                c.cert.display(),
+                c.key.display(),
+                c.ca.display()
+            ));
+            p
+        });
+        if let Some(pw) = setup.master_password {
+            text.push_str(&format!("sentinel auth-pass mymaster {pw}\n"));
+        }
+        if let Some(pw) = setup.password {
+            text.push_str(&format!("requirepass {pw}\n"));
+        }
+        std::fs::write(&conf, text).unwrap();
         let args = vec![conf.display().to_string(), "--sentinel".into()];
-        let mut r = OwnRedis { child: None, dir, port, tls_port: None, args };
+        let mut r = OwnRedis { child: None, dir, port, tls_port, args };
         r.run();
         r
     }
@@ -164,9 +203,34 @@ impl OwnRedis {
     /// dark but the others keep serving: `cluster-require-full-coverage no`). Bounded:
     /// 30 s until `cluster_state:ok` everywhere.
     pub fn start_cluster() -> Vec<OwnRedis> {
-        let nodes: Vec<OwnRedis> = (0..3)
-            .map(|_| {
-                let mut r = OwnRedis::launch_with(tempfile::tempdir().unwrap(), None, |args| {
+        OwnRedis::start_cluster_with(None)
+    }
+
+    /// `start_cluster` whose nodes also serve TLS (`tls-cluster yes`: the bus and the
+    /// addresses a TLS client is told are TLS; admin stays on the plain ports), with the
+    /// CA of the certificates generated in the first node's dir.
+    pub fn start_tls_cluster() -> (Vec<OwnRedis>, Certs) {
+        let dir = tempfile::tempdir().unwrap();
+        let certs = Certs::generate(dir.path(), "cluster");
+        let nodes = OwnRedis::start_cluster_in(vec![Some(dir), None, None], Some(&certs));
+        (nodes, certs)
+    }
+
+    fn start_cluster_with(certs: Option<&Certs>) -> Vec<OwnRedis> {
+        OwnRedis::start_cluster_in(vec![None, None, None], certs)
+    }
+
+    fn start_cluster_in(dirs: Vec<Option<tempfile::TempDir>>, certs: Option<&Certs>) -> Vec<OwnRedis> {
+        let mut buses = Vec::new();
+        let nodes: Vec<OwnRedis> = dirs
+            .into_iter()
+            .map(|dir| {
+                let dir = dir.unwrap_or_else(|| tempfile::tempdir().unwrap());
+                // The bus port is given (the default, port + 10000, may not exist) and
+                // told in every MEET.
+                let bus = free_port();
+                buses.push(bus);
+                let mut r = OwnRedis::launch_with(dir, certs, |args| {
                     args.extend(
                         [
                             "--cluster-enabled",
@@ -180,25 +244,35 @@ impl OwnRedis {
                         ]
                         .map(String::from),
                     );
+                    args.extend(["--cluster-port".into(), bus.to_string()]);
+                    if certs.is_some() {
+                        args.extend(["--tls-cluster".into(), "yes".into()]);
+                    }
                 });
                 r.run();
                 r
             })
             .collect();
-        let mut create = Command::new("redis-cli");
-        create.arg("--cluster").arg("create");
-        for n in &nodes {
-            create.arg(format!("127.0.0.1:{}", n.port));
+        // What `redis-cli --cluster create` does, with the bus ports said: every node meets
+        // the first, and each serves a third of the slots.
+        let mut first = nodes[0].admin();
+        for (n, bus) in nodes.iter().zip(&buses).skip(1) {
+            let port = n.tls_port.unwrap_or(n.port);
+            let _: () =
+                redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(port).arg(bus).query(&mut first).unwrap();
         }
-        let out = create.args(["--cluster-replicas", "0", "--cluster-yes"]).stdin(Stdio::null()).output().unwrap();
-        assert!(out.status.success(), "cluster create: {}", String::from_utf8_lossy(&out.stdout));
+        for (i, n) in nodes.iter().enumerate() {
+            let (from, to) = (i * 16384 / nodes.len(), (i + 1) * 16384 / nodes.len() - 1);
+            let _: () = redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(from).arg(to).query(&mut n.admin()).unwrap();
+        }
+        let known = format!("cluster_known_nodes:{}", nodes.len());
         let t0 = Instant::now();
         loop {
             let ok = nodes.iter().all(|n| {
                 redis::cmd("CLUSTER")
                     .arg("INFO")
                     .query::<String>(&mut n.admin())
-                    .is_ok_and(|i| i.contains("cluster_state:ok"))
+                    .is_ok_and(|i| i.contains("cluster_state:ok") && i.contains(&known))
             });
             if ok {
                 return nodes;
@@ -262,8 +336,11 @@ impl OwnRedis {
         loop {
             if let Ok(c) = redis::Client::open(self.url()) {
                 if let Ok(mut con) = c.get_connection_with_timeout(Duration::from_millis(500)) {
-                    if redis::cmd("PING").query::<String>(&mut con).is_ok() {
-                        return;
+                    // NOAUTH: up, behind `requirepass`.
+                    match redis::cmd("PING").query::<String>(&mut con) {
+                        Ok(_) => return,
+                        Err(e) if e.code() == Some("NOAUTH") => return,
+                        Err(_) => {}
                     }
                 }
             }

@@ -1,9 +1,12 @@
 //! `redis://[user[:password]@]host[:port][/db]`: a single Redis server (≥ 6: the
-//! subscriber connection speaks RESP3); `rediss://` the same over TLS (rustls; the
-//! system's roots, or the PEM file of `?ca=/path/ca.pem`). ACL users log in with
-//! `user:password@`. `redis+cluster://h1,h2,h3`: a Redis Cluster (every key of one
-//! primitive in the name's slot). `redis+sentinel://s1,s2/master[/db]`: the master the
-//! sentinels name, followed across failovers.
+//! subscriber connection speaks RESP3). ACL users log in with `user:password@`.
+//! `redis+cluster://h1,h2,h3`: a Redis Cluster (every key of one primitive in the name's
+//! slot). `redis+sentinel://s1,s2/master[/db]`: the master the sentinels name, followed
+//! across failovers (`?sentinel_user=`/`?sentinel_password=`: the sentinels' own login,
+//! `sentinel`). `rediss://`, `rediss+cluster://`, `rediss+sentinel://`: the same over TLS
+//! (`tls`: rustls; the system's roots, or the PEM file of `?ca=/path/ca.pem`).
+//! `?clock=client`: fair-lock places and permit expiries scored with the client's clock,
+//! as Redisson scores them (`clock`; the default is the server's `TIME`).
 //!
 //! Every primitive keeps Redisson's data layout, so a Java service using Redisson and a
 //! baton client contend safely on the same names (docs/redis-layout.md has every key,
@@ -21,11 +24,14 @@
 //! waiters are woken through one subscriber connection per client (`pubsub`); watchdog
 //! renewals go out as one pipeline per batch.
 
+mod clock;
 mod keys;
 mod pubsub;
 mod rsemaphore;
 mod scripts;
+mod sentinel;
 mod simple;
+mod tls;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,14 +40,14 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-use redis::{
-    Cmd, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo, RedisError, ServerErrorKind, Value,
-};
+use redis::sentinel::SentinelClient;
+use redis::{Cmd, ProtocolVersion, RedisConnectionInfo, RedisError, ServerErrorKind, TlsMode, Value};
 
+use self::clock::Clock;
 use self::keys::{LockKeys, RwKeys, SemKeys};
 use self::pubsub::{Channels, Hub};
 use self::scripts::{Lua, SCRIPTS};
+use self::tls::Transport;
 use super::{AnyOf, Backend, COMMON_OPTIONS, Family, Key, Subscription};
 use crate::error::{Error, Result};
 use crate::inspect::Inspection;
@@ -49,7 +55,8 @@ use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Requ
 use crate::url::StoreUrl;
 
 /// Options of `redis://` besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore"];
+/// (`sentinel::OPTIONS` are the sentinel schemes' own.)
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore", "clock"];
 /// How long one command may take before it fails with `Connection` (`?timeout=`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take (`?connect_timeout=`).
@@ -113,11 +120,14 @@ pub(crate) struct Redis {
     rsemaphore: bool,
     /// `redis+cluster://`: how to move the subscriber connection to another node.
     rehome: Option<Rehome>,
+    /// `?clock=`: whose clock scores fair-lock places and permit expiries (`clock`).
+    clock: Clock,
 }
 
 /// The cluster's nodes and what a subscriber connection to one of them needs.
 struct Rehome {
     nodes: Vec<(String, u16)>,
+    transport: Transport,
     settings: RedisConnectionInfo,
     connect_timeout: Duration,
     sub_config: ConnectionManagerConfig,
@@ -135,6 +145,7 @@ struct Sentinel {
     /// `host:port` of the master the connections go to.
     master: Mutex<String>,
     settings: RedisConnectionInfo,
+    transport: Transport,
     config: ConnectionManagerConfig,
     sub_config: ConnectionManagerConfig,
 }
@@ -255,14 +266,15 @@ async fn first_answering(
     settings: &RedisConnectionInfo,
     limit: Duration,
     except: Option<&str>,
+    transport: &Transport,
 ) -> Option<redis::ConnectionInfo> {
     for (host, port) in nodes {
-        let Ok(info) = ConnectionAddr::Tcp(host.clone(), *port).into_connection_info() else { continue };
+        let Ok(info) = transport.info(host.clone(), *port) else { continue };
         if except.is_some_and(|x| x == info.addr().to_string()) {
             continue;
         }
         let info = info.set_redis_settings(settings.clone());
-        let Ok(client) = redis::Client::open(info.clone()) else { continue };
+        let Ok(client) = transport.client(info.clone(), "") else { continue };
         let ping = async {
             let mut c = client.get_multiplexed_async_connection().await?;
             redis::cmd("PING").query_async::<String>(&mut c).await
@@ -310,37 +322,20 @@ impl Redis {
 
     async fn open_with(url: &StoreUrl, lazy: bool) -> Result<Redis> {
         let (tls, cluster) = match url.scheme() {
-            "redis" => (false, false),
-            "rediss" => (true, false),
+            "redis" | "redis+sentinel" => (false, false),
+            "rediss" | "rediss+sentinel" => (true, false),
             "redis+cluster" => (false, true),
-            "redis+sentinel" => (false, false),
+            "rediss+cluster" => (true, true),
             s => {
                 return Err(Error::unsupported(format!(
                     "`{s}://` is not supported yet by baton's Redis store ({url}); use redis:// for a single server"
                 )));
             }
         };
-        url.check_options(&[COMMON_OPTIONS, OPTIONS].concat())?;
-        let ca = match url.option("ca") {
-            None => None,
-            Some(_) if !tls => {
-                return Err(Error::invalid_argument(format!(
-                    "option `ca` of {url} applies to TLS connections only: use rediss://"
-                )));
-            }
-            Some("") => return Err(Error::invalid_argument(format!("option `ca` of {url} is empty"))),
-            Some(path) => {
-                let pem = std::fs::read(path).map_err(|e| {
-                    Error::invalid_argument(format!("option `ca` of {url}: cannot read the CA file `{path}`: {e}"))
-                })?;
-                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
-                    return Err(Error::invalid_argument(format!(
-                        "option `ca` of {url}: `{path}` holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
-                    )));
-                }
-                Some(pem)
-            }
-        };
+        url.check_options(&[COMMON_OPTIONS, OPTIONS, sentinel::OPTIONS].concat())?;
+        let transport = Transport::parse(url, tls)?;
+        let on_sentinel = url.scheme().ends_with("+sentinel");
+        sentinel::check_options(url, on_sentinel)?;
         let timeout = parse_duration(url, "timeout", DEFAULT_TIMEOUT)?;
         let bare = match url.option("names") {
             None | Some("typed") => false,
@@ -369,8 +364,9 @@ impl Redis {
                 )));
             }
         };
+        let clock = Clock::parse(url)?;
         let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
-        let sentinel_of = (url.scheme() == "redis+sentinel").then(|| parse_sentinel_path(url)).transpose()?;
+        let sentinel_of = on_sentinel.then(|| parse_sentinel_path(url)).transpose()?;
         let (host, port) =
             if cluster || sentinel_of.is_some() { parse_hosts(url)?.swap_remove(0) } else { parse_host(url)? };
         let db = match &sentinel_of {
@@ -388,22 +384,8 @@ impl Redis {
             settings = settings.set_password(password);
         }
         let store = format!("Redis {url}");
-        let addr = if tls {
-            ConnectionAddr::TcpTls { host, port, insecure: false, tls_params: None }
-        } else {
-            ConnectionAddr::Tcp(host, port)
-        };
-        let info = addr.into_connection_info().map_err(|e| error(&store, e))?;
-        // `rediss://`: rustls on the ring provider (installed once per process unless the
-        // application installed its own), the system's roots or `?ca=`'s.
-        let client_of = |info: redis::ConnectionInfo| -> Result<redis::Client> {
-            if !tls {
-                return redis::Client::open(info).map_err(|e| error(&store, e));
-            }
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            redis::Client::build_with_tls(info, redis::TlsCertificates { client_tls: None, root_cert: ca.clone() })
-                .map_err(|e| Error::invalid_argument(format!("{store}: bad TLS settings: {e}")).with_source(e))
-        };
+        let info = transport.info(host, port).map_err(|e| error(&store, e))?;
+        let client_of = |info: redis::ConnectionInfo| transport.client(info, &store);
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(timeout))
             .set_connection_timeout(Some(connect_timeout))
@@ -415,11 +397,8 @@ impl Redis {
         let mut sentinel = None;
         let mut master_info = None;
         let mut conn = if let Some((master_name, _)) = &sentinel_of {
-            let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| ConnectionAddr::Tcp(h, p).into_connection_info());
-            let nodes = nodes.collect::<redis::RedisResult<Vec<_>>>().map_err(|e| error(&store, e))?;
-            let node_info = SentinelNodeConnectionInfo::default().set_redis_connection_info(settings.clone());
-            let mut client = SentinelClient::build(nodes, master_name, Some(node_info), SentinelServerType::Master)
-                .map_err(|e| error(&store, e))?;
+            let mut client =
+                sentinel::client(url, parse_hosts(url)?, master_name, db, &transport).map_err(|e| error(&store, e))?;
             let master = tokio::time::timeout(connect_timeout * 3, client.async_get_client())
                 .await
                 .map_err(|_| Error::connection(format!("cannot connect to {store}: no sentinel answered in time")))?
@@ -431,7 +410,7 @@ impl Redis {
             master_info = Some(info);
             Conn::Single(c)
         } else if cluster {
-            let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| ConnectionAddr::Tcp(h, p).into_connection_info());
+            let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| transport.info(h, p));
             let nodes = nodes.collect::<redis::RedisResult<Vec<_>>>().map_err(|e| error(&store, e))?;
             let mut b = ClusterClientBuilder::new(nodes)
                 .connection_timeout(connect_timeout)
@@ -444,6 +423,9 @@ impl Redis {
             }
             if let Some(password) = url.password() {
                 b = b.password(password);
+            }
+            if let Some(certs) = transport.certs() {
+                b = b.tls(TlsMode::Secure).certs(certs);
             }
             let client = b.build().map_err(|e| error(&store, e))?;
             // Bounded: the cluster client's own connect may retry past `connect_timeout`.
@@ -472,7 +454,7 @@ impl Redis {
         let channels = Arc::new(Channels::default());
         let nodes = if cluster { parse_hosts(url)? } else { Vec::new() };
         let info = if cluster {
-            first_answering(&nodes, &settings, connect_timeout, None).await.unwrap_or(info)
+            first_answering(&nodes, &settings, connect_timeout, None, &transport).await.unwrap_or(info)
         } else {
             info
         };
@@ -488,6 +470,7 @@ impl Redis {
         let hub = Arc::new(Hub::new(sub, channels, crate::rt::Rt::current(), timeout, store.clone()));
         let rehome = cluster.then(|| Rehome {
             nodes,
+            transport: transport.clone(),
             settings: settings.clone(),
             connect_timeout,
             sub_config: sub_config.clone(),
@@ -498,10 +481,23 @@ impl Redis {
             client: tokio::sync::Mutex::new(client),
             master: Mutex::new(at),
             settings,
+            transport,
             config,
             sub_config,
         });
-        Ok(Redis { conn: Mutex::new(Some(conn)), hub, store, bare, simple, cluster, sentinel, db, rsemaphore, rehome })
+        Ok(Redis {
+            conn: Mutex::new(Some(conn)),
+            hub,
+            store,
+            bare,
+            simple,
+            cluster,
+            sentinel,
+            db,
+            rsemaphore,
+            rehome,
+            clock,
+        })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -560,7 +556,7 @@ impl Redis {
             return false;
         };
         let sub_info = info.set_redis_settings(s.settings.clone().set_protocol(ProtocolVersion::RESP3));
-        let Ok(sub_client) = redis::Client::open(sub_info) else { return false };
+        let Ok(sub_client) = s.transport.client(sub_info, &self.store) else { return false };
         let Ok(sub) = ConnectionManager::new_lazy_with_config(sub_client, s.sub_config.clone()) else { return false };
         {
             let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
@@ -596,12 +592,13 @@ impl Redis {
         if *r.current.lock().unwrap_or_else(|p| p.into_inner()) != before {
             return true;
         }
-        let Some(info) = first_answering(&r.nodes, &r.settings, r.connect_timeout, Some(&before)).await else {
+        let Some(info) = first_answering(&r.nodes, &r.settings, r.connect_timeout, Some(&before), &r.transport).await
+        else {
             return false;
         };
         let at = info.addr().to_string();
         let sub_info = info.set_redis_settings(r.settings.clone().set_protocol(ProtocolVersion::RESP3));
-        let Ok(client) = redis::Client::open(sub_info) else { return false };
+        let Ok(client) = r.transport.client(sub_info, &self.store) else { return false };
         let Ok(sub) = ConnectionManager::new_lazy_with_config(client, r.sub_config.clone()) else { return false };
         *r.current.lock().unwrap_or_else(|p| p.into_inner()) = at;
         self.hub.replace(sub);
@@ -654,7 +651,13 @@ impl Redis {
                 evalsha(
                     &SCRIPTS.sem_renew,
                     &[k.count.as_bytes(), k.permits.as_bytes(), k.meta.as_bytes()],
-                    &[holder.as_bytes(), &keys::first_member(&holder), lease.as_bytes(), k.channel.as_bytes()],
+                    &[
+                        holder.as_bytes(),
+                        &keys::first_member(&holder),
+                        lease.as_bytes(),
+                        k.channel.as_bytes(),
+                        self.clock.arg().as_bytes(),
+                    ],
                 )
             }
             Family::Latch => return Err(Error::unsupported("a count-down latch has no lease to renew")),
@@ -711,7 +714,7 @@ impl Redis {
                     k.counter.as_bytes(),
                     k.meta.as_bytes(),
                 ],
-                &[],
+                &[self.clock.arg().as_bytes()],
             )
             .await?;
         let bad = || self.reply_err("inspect", &v);
@@ -784,7 +787,11 @@ impl Redis {
     async fn inspect_sem(&self, key: &Key) -> Result<(KeyState, u64)> {
         let k = SemKeys::new(&self.name(key));
         let v = self
-            .eval(&SCRIPTS.sem_inspect, &[k.permits.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()], &[])
+            .eval(
+                &SCRIPTS.sem_inspect,
+                &[k.permits.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()],
+                &[self.clock.arg().as_bytes()],
+            )
             .await?;
         let bad = || self.reply_err("inspect", &v);
         let [now, zset, counter, meta] = items(&v).ok_or_else(bad)? else {
@@ -867,13 +874,16 @@ impl Redis {
     }
 }
 
-/// `lua` by SHA on `conn`, loaded again first if the server lost it.
+/// `lua` by SHA on `conn`; if the server lost it, by its source (`EVAL`, which also caches
+/// it again: a `SCRIPT LOAD` then `EVALSHA` could meet another `SCRIPT FLUSH` between
+/// the two).
 async fn eval_on(mut conn: Conn, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -> redis::RedisResult<Value> {
     let cmd = evalsha(lua, keys, args);
     match cmd.query_async::<Value>(&mut conn).await {
         Err(e) if is_noscript(&e) => {
-            lua.script.load_async(&mut conn).await?;
-            cmd.query_async(&mut conn).await
+            let mut eval = redis::cmd("EVAL");
+            eval.arg(lua.code).arg(keys.len()).arg(keys).arg(args);
+            eval.query_async(&mut conn).await
         }
         r => r,
     }
@@ -1053,6 +1063,7 @@ impl Redis {
                         enqueue.as_bytes(),
                         qttl.as_bytes(),
                         k.channel.as_bytes(),
+                        self.clock.arg().as_bytes(),
                     ],
                 )
                 .await?
@@ -1098,6 +1109,7 @@ impl Redis {
                         limit.to_string().as_bytes(),
                         lease.as_bytes(),
                         k.channel.as_bytes(),
+                        self.clock.arg().as_bytes(),
                     ],
                 )
                 .await?
@@ -1188,7 +1200,7 @@ impl Backend for Redis {
                 self.eval(
                     &SCRIPTS.lock_release,
                     &[k.hash.as_bytes(), k.queue.as_bytes(), k.timeouts.as_bytes(), k.meta.as_bytes()],
-                    &[holder.as_bytes(), c.as_bytes(), k.channel.as_bytes()],
+                    &[holder.as_bytes(), c.as_bytes(), k.channel.as_bytes(), self.clock.arg().as_bytes()],
                 )
                 .await?
             }
@@ -1207,7 +1219,13 @@ impl Backend for Redis {
                 self.eval(
                     &SCRIPTS.sem_release,
                     &[k.count.as_bytes(), k.permits.as_bytes(), k.meta.as_bytes()],
-                    &[holder.as_bytes(), &keys::first_member(&holder), c.as_bytes(), k.channel.as_bytes()],
+                    &[
+                        holder.as_bytes(),
+                        &keys::first_member(&holder),
+                        c.as_bytes(),
+                        k.channel.as_bytes(),
+                        self.clock.arg().as_bytes(),
+                    ],
                 )
                 .await?
             }

@@ -2,7 +2,8 @@
 //! the server and called by SHA (`EVALSHA`; loaded once per connection's server, reloaded
 //! on `NOSCRIPT`). They keep Redisson's layouts (docs/redis-layout.md) and implement the
 //! rules of `crate::state` (the reference every store matches) on the server's clock
-//! (`TIME`), never the client's.
+//! (`TIME`) — except that with `?clock=client` (`clock`) the fair-lock queue and permit
+//! scripts take `now` from the caller, as Redisson's do.
 //!
 //! Reply conventions shared by the scripts:
 //! - acquire: `{1, token, count, fresh}` granted, `{0, retry_ms, counter}` busy (`-1`:
@@ -20,7 +21,10 @@ use redis::Script;
 macro_rules! prelude {
     () => {
         r#"
-local function now_ms()
+-- `client`: the caller's wall clock in ms with `?clock=client` (Redisson's scores); empty
+-- or absent: the server's `TIME`.
+local function now_ms(client)
+  if client and client ~= '' then return tonumber(client) end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
@@ -32,7 +36,7 @@ local function stretch(key, ms, ours)
   if (p == -1 and ours) or (p >= 0 and p < ms) then redis.call('PEXPIRE', key, ms) end
 end
 
--- A queue (list `q` of ids in arrival order + zset `z` of id -> expiry, server ms):
+-- A queue (list `q` of ids in arrival order + zset `z` of id -> expiry, ms on `now_ms`'s clock):
 -- drops entries whose place expired, and ids without a place. Returns how many went.
 local function purge_queue(q, z, now)
   local dead = redis.call('ZRANGEBYSCORE', z, '-inf', now)
@@ -131,7 +135,7 @@ end
 }
 
 /// Permit helpers: one zset member per permit (`RPermitExpirableSemaphore`), score =
-/// expiry in server ms.
+/// expiry in ms on `now_ms`'s clock.
 macro_rules! sem_prelude {
     () => {
         r#"
@@ -172,7 +176,7 @@ end
 }
 
 /// KEYS: hash, queue, timeouts, counter, meta.
-/// ARGV: holder, lease ms, fair ('1'/'0'), enqueue ('1'/'0'), queue ttl ms, channel.
+/// ARGV: holder, lease ms, fair ('1'/'0'), enqueue ('1'/'0'), queue ttl ms, channel, clock.
 const LOCK_ACQUIRE: &str = concat!(
     prelude!(),
     r#"
@@ -180,7 +184,7 @@ local holder, lease = ARGV[1], tonumber(ARGV[2])
 local fair = ARGV[3] == '1'
 local hasq = redis.call('EXISTS', KEYS[2]) == 1
 local now = 0
-if hasq or fair then now = now_ms() end
+if hasq or fair then now = now_ms(ARGV[7]) end
 local head_before = false
 if hasq then
   head_before = redis.call('LINDEX', KEYS[2], 0)
@@ -220,7 +224,7 @@ return {0, p, tonumber(redis.call('GET', KEYS[4])) or 0}
 "#
 );
 
-/// KEYS: hash, queue, timeouts, meta. ARGV: holder, count (0: all), channel.
+/// KEYS: hash, queue, timeouts, meta. ARGV: holder, count (0: all), channel, clock.
 const LOCK_RELEASE: &str = concat!(
     prelude!(),
     r#"
@@ -238,7 +242,7 @@ end
 redis.call('HDEL', KEYS[1], holder)
 redis.call('HDEL', KEYS[4], 't:' .. holder)
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  purge_queue(KEYS[2], KEYS[3], now_ms())
+  purge_queue(KEYS[2], KEYS[3], now_ms(ARGV[4]))
   local h = redis.call('LINDEX', KEYS[2], 0)
   if h then redis.call('PUBLISH', ARGV[3] .. ':' .. h, 0) end
 end
@@ -270,12 +274,12 @@ end
 return 1
 "#;
 
-/// KEYS: hash, queue, timeouts, counter, meta.
+/// KEYS: hash, queue, timeouts, counter, meta. ARGV: clock.
 /// Reply: {now, pttl, hgetall hash, lrange queue, zrange timeouts withscores, counter, hgetall meta}.
 const LOCK_INSPECT: &str = concat!(
     prelude!(),
     r#"
-return {now_ms(), redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[1]),
+return {now_ms(ARGV[1]), redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[1]),
   redis.call('LRANGE', KEYS[2], 0, -1), redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES'),
   redis.call('GET', KEYS[4]), redis.call('HGETALL', KEYS[5])}
 "#
@@ -421,13 +425,13 @@ return {now_ms(), redis.call('GET', KEYS[4]), holds,
 );
 
 /// KEYS: count, permits, counter, meta.
-/// ARGV: holder, first member, count, limit, lease ms, channel.
+/// ARGV: holder, first member, count, limit, lease ms, channel, clock.
 const SEM_ACQUIRE: &str = concat!(
     prelude!(),
     sem_prelude!(),
     r#"
 local holder, m1, lease = ARGV[1], ARGV[2], tonumber(ARGV[5])
-local now = now_ms()
+local now = now_ms(ARGV[7])
 sem_purge(KEYS[1], KEYS[2], KEYS[4], now, ARGV[6])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   local v = tonumber(ARGV[4]) - redis.call('ZCARD', KEYS[2])
@@ -465,13 +469,13 @@ return {0, retry, tonumber(redis.call('GET', KEYS[3])) or 0}
 "#
 );
 
-/// KEYS: count, permits, meta. ARGV: holder, first member, count (0: all), channel.
+/// KEYS: count, permits, meta. ARGV: holder, first member, count (0: all), channel, clock.
 const SEM_RELEASE: &str = concat!(
     prelude!(),
     sem_prelude!(),
     r#"
 local holder, m1 = ARGV[1], ARGV[2]
-sem_purge(KEYS[1], KEYS[2], KEYS[3], now_ms(), ARGV[4])
+sem_purge(KEYS[1], KEYS[2], KEYS[3], now_ms(ARGV[5]), ARGV[4])
 local k = held(KEYS[2], holder, m1)
 if k == 0 then return {0} end
 local n = tonumber(ARGV[3])
@@ -489,13 +493,13 @@ return {2, k - n}
 "#
 );
 
-/// KEYS: count, permits, meta. ARGV: holder, first member, lease ms, channel.
+/// KEYS: count, permits, meta. ARGV: holder, first member, lease ms, channel, clock.
 const SEM_RENEW: &str = concat!(
     prelude!(),
     sem_prelude!(),
     r#"
 local holder, m1, lease = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local now = now_ms()
+local now = now_ms(ARGV[5])
 sem_purge(KEYS[1], KEYS[2], KEYS[3], now, ARGV[4])
 local k = held(KEYS[2], holder, m1)
 if k == 0 then return 0 end
@@ -505,11 +509,11 @@ return 1
 "#
 );
 
-/// KEYS: permits, counter, meta. Reply: {now, zrange permits withscores, counter, hgetall meta}.
+/// KEYS: permits, counter, meta. ARGV: clock. Reply: {now, zrange permits withscores, counter, hgetall meta}.
 const SEM_INSPECT: &str = concat!(
     prelude!(),
     r#"
-return {now_ms(), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'), redis.call('GET', KEYS[2]),
+return {now_ms(ARGV[1]), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'), redis.call('GET', KEYS[2]),
   redis.call('HGETALL', KEYS[3])}
 "#
 );

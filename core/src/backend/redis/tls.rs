@@ -1,0 +1,77 @@
+//! How baton reaches each node: plain TCP, or TLS (rustls on the ring provider) for the
+//! `rediss…` schemes — `rediss://`, `rediss+cluster://`, `rediss+sentinel://` — trusting
+//! the system's roots or the PEM file of `?ca=`. One `Transport` serves every connection a
+//! client opens (commands, subscriber, cluster nodes, sentinels, a master found after a
+//! failover), so they all check certificates the same way.
+
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, TlsCertificates};
+
+use crate::error::{Error, Result};
+use crate::url::StoreUrl;
+
+#[derive(Clone)]
+pub(super) struct Transport {
+    tls: bool,
+    /// `?ca=`: the PEM roots to trust instead of the system's.
+    ca: Option<Vec<u8>>,
+}
+
+impl Transport {
+    /// `tls` from the scheme; `?ca=` read and checked here (a TLS scheme only).
+    pub(super) fn parse(url: &StoreUrl, tls: bool) -> Result<Transport> {
+        let ca = match url.option("ca") {
+            None => None,
+            Some(_) if !tls => {
+                return Err(Error::invalid_argument(format!(
+                    "option `ca` of {url} applies to TLS connections only: use rediss://, rediss+cluster:// or \
+                     rediss+sentinel://"
+                )));
+            }
+            Some("") => return Err(Error::invalid_argument(format!("option `ca` of {url} is empty"))),
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    Error::invalid_argument(format!("option `ca` of {url}: cannot read the CA file `{path}`: {e}"))
+                })?;
+                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+                    return Err(Error::invalid_argument(format!(
+                        "option `ca` of {url}: `{path}` holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+                    )));
+                }
+                Some(pem)
+            }
+        };
+        if tls {
+            // Once per process, unless the application installed a provider of its own.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        Ok(Transport { tls, ca })
+    }
+
+    /// The address of `host:port` over this transport (the roots are set per client).
+    pub(super) fn addr(&self, host: String, port: u16) -> ConnectionAddr {
+        if self.tls {
+            ConnectionAddr::TcpTls { host, port, insecure: false, tls_params: None }
+        } else {
+            ConnectionAddr::Tcp(host, port)
+        }
+    }
+
+    pub(super) fn info(&self, host: String, port: u16) -> redis::RedisResult<ConnectionInfo> {
+        self.addr(host, port).into_connection_info()
+    }
+
+    /// The roots for the driver's TLS connections (`None` on plain TCP).
+    pub(super) fn certs(&self) -> Option<TlsCertificates> {
+        self.tls.then(|| TlsCertificates { client_tls: None, root_cert: self.ca.clone() })
+    }
+
+    /// A client for `info` over this transport. `store` (redacted) prefixes errors.
+    pub(super) fn client(&self, info: ConnectionInfo, store: &str) -> Result<redis::Client> {
+        match self.certs() {
+            None => redis::Client::open(info)
+                .map_err(|e| Error::invalid_argument(format!("{store}: bad connection settings: {e}")).with_source(e)),
+            Some(certs) => redis::Client::build_with_tls(info, certs)
+                .map_err(|e| Error::invalid_argument(format!("{store}: bad TLS settings: {e}")).with_source(e)),
+        }
+    }
+}

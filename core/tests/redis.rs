@@ -84,26 +84,6 @@ async fn connection_errors_hide_passwords() {
     assert!(!format!("{c:?}").contains("hunter2"));
 }
 
-/// A server that forgot the scripts (`SCRIPT FLUSH`, a restart) gets them again: single
-/// calls and pipelined renewals both keep working.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scripts_reloaded_after_flush() {
-    let c = Client::connect(&prefixed("")).await.unwrap();
-    let name = unique("flush");
-    let opts = LockOptions::new().lease(Duration::from_millis(900)).renew_every(Duration::from_millis(300));
-    let g = c.lock_with(&name, opts).acquire().await.unwrap();
-    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw().await).await.unwrap();
-    // Renewals (pipelined) across the flush keep the lease.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(!g.is_lost());
-    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw().await).await.unwrap();
-    assert!(c.lock(&name).try_acquire().await.unwrap().is_none());
-    g.release().await.unwrap();
-    let sem = c.semaphore(&name, 2);
-    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw().await).await.unwrap();
-    sem.acquire().await.unwrap().release().await.unwrap();
-}
-
 /// 1 000 watchdog leases are renewed without loss (pipelined batches of 100).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_leases_renewed() {

@@ -609,3 +609,30 @@ async fn cluster_subscriber_moves_off_a_dead_node() {
     let at = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("waiter hung").unwrap();
     assert!(at - released < WAKE, "woken {:?} after the release", at - released);
 }
+
+/// A server that forgot the scripts (`SCRIPT FLUSH`, a restart) gets them again: single
+/// calls and pipelined renewals both keep working. On a server of its own: a flush on the
+/// shared one would race the other tests' renewals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_reloaded_after_flush() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let srv = OwnRedis::start();
+    let c = Client::connect(&srv.url()).await.unwrap();
+    let mut raw = redis::Client::open(srv.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let name = format!("flush/{}", uuid::Uuid::new_v4().simple());
+    let opts = baton::LockOptions::new().lease(Duration::from_millis(900)).renew_every(Duration::from_millis(300));
+    let g = c.lock_with(&name, opts).acquire().await.unwrap();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    // Renewals (pipelined) across the flush keep the lease.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!g.is_lost());
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    assert!(c.lock(&name).try_acquire().await.unwrap().is_none());
+    g.release().await.unwrap();
+    let sem = c.semaphore(&name, 2);
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    sem.acquire().await.unwrap().release().await.unwrap();
+    c.close().await;
+}

@@ -9,7 +9,7 @@ mod behaviour;
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
-use behaviour::{Store, bounded, unique};
+use behaviour::{Store, bounded, unique, with_option};
 
 /// The server's URL. Unset: a failure under CI (a skipped store must never count as
 /// passing there); elsewhere the whole binary stops with a message, as a skip.
@@ -25,11 +25,6 @@ fn server() -> String {
             std::process::exit(0);
         }
     }
-}
-
-/// `url` with a query option added.
-fn with_option(url: &str, opt: &str) -> String {
-    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
 }
 
 /// The server as it is: every check names its keys with `unique()` (a UUID each), so

@@ -11,7 +11,7 @@ mod behaviour;
 use std::time::Duration;
 
 use baton::{Client, LockOptions};
-use behaviour::{Store, stalled, unique};
+use behaviour::{Store, stalled, unique, with_option};
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
@@ -24,10 +24,6 @@ fn server() -> String {
             std::process::exit(0);
         }
     }
-}
-
-fn with_option(url: &str, opt: &str) -> String {
-    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
 }
 
 fn store() -> Store {

@@ -17,7 +17,7 @@ mod behaviour;
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
-use behaviour::{Store, bounded, unique};
+use behaviour::{Store, bounded, unique, with_option};
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
@@ -30,10 +30,6 @@ fn server() -> String {
             std::process::exit(0);
         }
     }
-}
-
-fn with_option(url: &str, opt: &str) -> String {
-    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
 }
 
 /// `redis://…?scheme=simple`; every check names its keys with `unique()`.

@@ -32,6 +32,28 @@ impl Store {
     }
 }
 
+/// `url` with a query option added.
+pub fn with_option(url: &str, opt: &str) -> String {
+    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
+}
+
+/// The URL of a `scripts/services` server from `$var`. Unset: a failure under CI (a
+/// skipped store must never count as passing there); elsewhere the whole test binary stops
+/// with a message naming `service`, as a skip.
+pub fn server_from_env(var: &str, what: &str, service: &str) -> String {
+    match std::env::var(var) {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("CI").is_some() => crash::server_url(var),
+        Err(_) => {
+            eprintln!(
+                "{var} is not set: skipping the {what} tests (run `scripts/services start {service}` and source its \
+                 services.env)"
+            );
+            std::process::exit(0);
+        }
+    }
+}
+
 /// A name no other test uses.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}/{}", uuid::Uuid::new_v4().simple())

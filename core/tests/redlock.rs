@@ -11,20 +11,10 @@ mod behaviour;
 use std::time::Duration;
 
 use baton::{Client, ErrorKind};
-use behaviour::{Store, bounded, expect_err, unique};
+use behaviour::{Store, bounded, expect_err, unique, with_option};
 
 fn server() -> String {
-    match std::env::var("BATON_TEST_REDLOCK_URL") {
-        Ok(url) => url,
-        Err(_) if std::env::var_os("CI").is_some() => behaviour::crash::server_url("BATON_TEST_REDLOCK_URL"),
-        Err(_) => {
-            eprintln!(
-                "BATON_TEST_REDLOCK_URL is not set: skipping the Redlock tests (run `scripts/services start redlock` \
-                 and source its services.env)"
-            );
-            std::process::exit(0);
-        }
-    }
+    behaviour::env_server("BATON_TEST_REDLOCK_URL", "Redlock")
 }
 
 fn store() -> Store {
@@ -54,11 +44,6 @@ behaviour_suite!(@tests crate::store;
     rw::random_cancellation_leaves_no_writer_place, permits::permit_lost_when_released_elsewhere,
 );
 cross_process_suite!(crate::store);
-
-/// `url` with a query option added.
-fn with_option(url: &str, opt: &str) -> String {
-    format!("{url}{}{opt}", if url.contains('?') { '&' } else { '?' })
-}
 
 /// A fair lock and a count-down latch are refused with a clear `Unsupported`, before
 /// anything is written.

@@ -17,11 +17,12 @@ use own_redis::{OwnRedis, tools_present};
 use tokio::time::Instant;
 
 /// Five fresh, empty nodes and the `redlock://` URL over them. The node timeout is set
-/// (200 ms) so that the checks do not depend on the lease-derived default.
+/// (500 ms: far above a loaded machine's usual stalls) so that the checks do not depend
+/// on the lease-derived default.
 fn five() -> (Vec<OwnRedis>, String) {
     let nodes: Vec<OwnRedis> = (0..5).map(|_| OwnRedis::start()).collect();
     let hosts: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
-    let url = format!("redlock://{}?node_timeout=200ms&retry_delay=20ms&retry_jitter=20ms", hosts.join(","));
+    let url = format!("redlock://{}?node_timeout=500ms&retry_delay=20ms&retry_jitter=20ms", hosts.join(","));
     (nodes, url)
 }
 
@@ -50,9 +51,9 @@ async fn two_of_five_down_still_grants() {
     g.release().await.unwrap();
     assert!(![1, 2, 4].iter().any(|i| holds(&nodes[*i], &name)), "released everywhere");
 
-    // The watchdog (lease 1 s, renewed every ~333 ms) keeps the lock past several leases.
-    let wd = c.lock_with(&name, LockOptions::new().lease(Duration::from_secs(1))).acquire().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The watchdog (lease 2 s, renewed every ~667 ms) keeps the lock past two leases.
+    let wd = c.lock_with(&name, LockOptions::new().lease(Duration::from_secs(2))).acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     assert!(!wd.is_lost(), "the watchdog renews on the 3 nodes left");
     assert!(holds(&nodes[1], &name));
     wd.release().await.unwrap();
@@ -76,11 +77,15 @@ async fn three_of_five_down_never_grants() {
     let name = unique("rl-three-down");
     let t0 = Instant::now();
     let e = c.lock(&name).acquire_timeout(Duration::from_secs(3)).await.unwrap_err();
-    // Bound: the timeout itself; the answer comes at once (refused connections) or after
-    // the retries (3 × ≤ 40 ms pauses + 200 ms node timeouts), well inside it.
+    // Bound: the timeout itself; the answer comes after the retries (refused connections
+    // answer at once; 3 pauses of ≤ 40 ms), well inside it.
     assert!(t0.elapsed() < Duration::from_secs(3), "took {:?}", t0.elapsed());
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
-    assert!(e.to_string().contains("no quorum to acquire: 2 of 5 nodes answered, 3 needed"), "{e}");
+    // "2 of 5 nodes answered" (fewer if a live node stalled past its timeout).
+    assert!(
+        e.to_string().contains("no quorum to acquire") && e.to_string().contains("of 5 nodes answered, 3 needed"),
+        "{e}"
+    );
     let e = c.lock(&name).try_acquire().await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     // The two nodes that granted gave it back.

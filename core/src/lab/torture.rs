@@ -445,24 +445,36 @@ async fn check_then_delete(lab: &Lab, f: &mut Findings) -> Result<()> {
     if !lab.scheme.points().contains(&Point::BeforeDelete) {
         return Ok(());
     }
-    let name = lab.name("check-then-delete");
-    let (hooks, gate) = Hooks::pause_at(Point::BeforeDelete);
-    let mut a = lab.client(&name, hooks).await?;
-    // Long enough for A's GET to find its own value on a loaded machine; then A stays
-    // paused until the lease is gone and B has the lock.
-    let ttl = lab.ttl.max(Duration::from_secs(1));
-    must_acquire(&mut a, ttl, lab.scheme).await?;
-    let release = tokio::spawn(async move { a.release().await });
-    reach(&gate, lab.scheme).await?;
-    let mut b = lab.client(&name, Hooks::none()).await?;
-    let b_granted = lab.acquire_within(&mut b, ttl).await;
-    gate.open();
-    release.await.map_err(|e| Error::backend(format!("lab: the paused release failed: {e}")))??;
-    if !b_granted? {
-        return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
+    // A's lease must outlast the way from its grant to its GET (else the GET finds the
+    // key gone, and no window opens): 1 s, doubled while a loaded machine was slower.
+    let mut ttl = lab.ttl.max(Duration::from_secs(1));
+    for attempt in 0..3 {
+        let name = lab.name(&format!("check-then-delete{attempt}"));
+        let (hooks, gate) = Hooks::pause_at(Point::BeforeDelete);
+        let mut a = lab.client(&name, hooks).await?;
+        must_acquire(&mut a, ttl, lab.scheme).await?;
+        let mut release = tokio::spawn(async move { a.release().await });
+        tokio::select! {
+            () = gate.reached() => {}
+            done = &mut release => {
+                done.map_err(|e| Error::backend(format!("lab: the release failed: {e}")))??;
+                ttl *= 2;
+                continue;
+            }
+        }
+        // A stands between its GET (its own value) and its DEL until its lease is gone
+        // and B holds the lock.
+        let mut b = lab.client(&name, Hooks::none()).await?;
+        let b_granted = lab.acquire_within(&mut b, ttl).await;
+        gate.open();
+        release.await.map_err(|e| Error::backend(format!("lab: the paused release failed: {e}")))??;
+        if !b_granted? {
+            return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
+        }
+        let how = "A read its own value, was delayed past its ttl, and its DEL";
+        return successor_kept(lab, &name, b, f, Flaw::CheckThenDeleteWindow, how).await;
     }
-    let how = "A read its own value, was delayed past its ttl, and its DEL";
-    successor_kept(lab, &name, b, f, Flaw::CheckThenDeleteWindow, how).await
+    Err(Error::backend(format!("lab: {}: the holder's GET never found its own value", lab.scheme)))
 }
 
 /// A release sent twice (a retry after a lost reply) lands after the next grant.

@@ -18,7 +18,7 @@ use super::matrix::{Cell, Flaw, Matrix, Property, Row};
 use super::raw::Raw;
 use super::servers::{OwnRedis, redis_server_available};
 use super::{Clock, FencedResource, Hooks, LabLock, Point, Scheme};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::url::StoreUrl;
 
 /// The lease of holders that must keep theirs through a scenario.
@@ -322,13 +322,21 @@ async fn winners(outcomes: Vec<(Box<dyn LabLock>, Result<bool>)>, f: &mut Findin
     Ok(())
 }
 
-/// One attempt that must succeed (the lock is free): anything else is a broken setup.
+/// A grant of a free lock, which must come. A few tries: on a loaded machine a
+/// Redlock round with a short ttl can run out of validity (or a node out of its
+/// timeout) before a quorum answers; anything else is a broken setup.
 async fn must_acquire(lock: &mut Box<dyn LabLock>, ttl: Duration, scheme: Scheme) -> Result<()> {
-    if lock.acquire(ttl).await? {
-        Ok(())
-    } else {
-        Err(Error::backend(format!("lab: {scheme}: a free lock was refused")))
+    let mut last = None;
+    for _ in 0..5 {
+        match lock.acquire(ttl).await {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::Connection | ErrorKind::Timeout) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    Err(last.unwrap_or_else(|| Error::backend(format!("lab: {scheme}: a free lock was refused 5 times"))))
 }
 
 /// Waits (bounded) until a paused holder stands at its gate.

@@ -42,7 +42,7 @@ behaviour_suite!(@tests crate::store;
     permits::ids_and_release_by_id, permits::lease_expiry_and_update,
     multi::all_or_nothing, multi::no_deadlock,
     errors::bad_names, errors::bad_durations, errors::bad_permits, errors::bad_urls, errors::closed_client,
-    lock::watchdog_default_renewal,
+    lock::watchdog_default_renewal, lock::fencing_tokens_grow_without_fair,
     rw::many_readers_at_once, rw::release_wakes_reader, rw::upgrade_waiting_forms_fail_fast,
     rw::reentrant_read_and_write, rw::crashed_writer_lease_ends, rw::vanished_writer_unblocks_readers,
     semaphore::waiter_woken_and_dropped_permit_returns,
@@ -130,39 +130,6 @@ async fn each_node_holds_the_grant_and_the_token() {
         assert!(c.lock(&name).try_acquire().await.unwrap().is_some());
     })
     .await;
-}
-
-/// Tokens strictly grow across releases, expiries and clients; a re-entry keeps its
-/// token; `inspect` reports the last one (`lock::fencing_tokens_grow` without its fair
-/// lock).
-#[tokio::test]
-async fn fencing_tokens_grow() {
-    let url = server();
-    let (a, b) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
-    let name = unique("rl-fence");
-    let mut seen = Vec::new();
-    let g = a.lock(&name).acquire().await.unwrap();
-    seen.push(g.token());
-    g.release().await.unwrap();
-    let lock = b.lock(&name);
-    let g = lock.try_acquire().await.unwrap().expect("free");
-    let again = lock.acquire().await.unwrap();
-    assert_eq!(again.token(), g.token(), "a re-entry keeps the token");
-    seen.push(g.token());
-    again.release().await.unwrap();
-    g.release().await.unwrap();
-    let expired =
-        a.lock_with(&name, baton::LockOptions::new().ttl(Duration::from_millis(300))).acquire().await.unwrap();
-    seen.push(expired.token());
-    bounded("ttl grant expires", Duration::from_secs(5), expired.lost()).await;
-    let g = bounded("grant after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();
-    seen.push(g.token());
-    let info = a.inspect(&name).await.unwrap();
-    assert_eq!(info.last_token, Some(g.token()));
-    assert_eq!(info.holders[0].token, g.token());
-    g.release().await.unwrap();
-    assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {seen:?}");
-    assert_eq!(expired.release().await.unwrap_err().kind(), ErrorKind::LockLost);
 }
 
 /// A multi-lock over a Redlock name and a SQLite name: all-or-nothing across both stores

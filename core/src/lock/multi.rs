@@ -154,3 +154,24 @@ async fn futures_select_any<F: std::future::Future<Output = ()> + Unpin>(mut fut
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order is the store's and the stored name's: URL options (here `lease`) do not
+    /// make another store, and a client's prefix is part of the name.
+    #[tokio::test]
+    async fn canonical_order_ignores_url_options() {
+        let plain = crate::Client::connect("memory://order").await.unwrap();
+        let leased = crate::Client::connect("memory://order?lease=20s").await.unwrap();
+        let names = |m: MultiLock| m.locks().iter().map(|l| l.name().to_owned()).collect::<Vec<_>>();
+        assert_eq!(names(MultiLock::new([leased.lock("a"), plain.lock("b")])), ["a", "b"]);
+        assert_eq!(names(MultiLock::new([plain.lock("a"), leased.lock("b")])), ["a", "b"]);
+        assert_eq!(names(MultiLock::new([plain.lock("b"), leased.lock("a")])), ["a", "b"]);
+        // The same name through both clients is one lock.
+        assert_eq!(MultiLock::new([plain.lock("a"), leased.lock("a")]).locks().len(), 1);
+        let prefixed = crate::Client::connect("memory://order?prefix=z/").await.unwrap();
+        assert_eq!(names(MultiLock::new([prefixed.lock("a"), plain.lock("b")])), ["b", "a"]);
+    }
+}

@@ -303,6 +303,7 @@ impl Redis {
     /// One node of `redlock://`: connected on first use (a node that is down when the
     /// client starts must not stop it; the quorum decides), scripts loaded on the first
     /// `NOSCRIPT`.
+    #[cfg_attr(not(feature = "redlock"), allow(dead_code))]
     pub(crate) async fn open_node(url: &StoreUrl) -> Result<Redis> {
         Redis::open_with(url, true).await
     }
@@ -1109,6 +1110,7 @@ impl Redis {
 
     /// Raises the name's token counter to `token` (a max-register: never lowered) and
     /// records `token` as `holder`'s, if it holds.
+    #[cfg_attr(not(feature = "redlock"), allow(dead_code))]
     pub(crate) async fn raise_fence(&self, key: &Key, holder: &str, token: u64) -> Result<()> {
         let n = self.name(key);
         let holder = if key.family == Family::Semaphore { keys::canonical_holder(holder) } else { holder.to_owned() };

@@ -14,6 +14,26 @@
 //! Each scheme implements [`LabLock`]: one attempt to acquire, one release, each made of
 //! the scheme's separate Redis commands with a fault [`Point`] between them, so that
 //! the harness injects crashes and pauses *between* steps deterministically ([`Hooks`]).
+//! [`run`] is the whole harness (docs/lab.md has its matrix):
+//!
+//! ```no_run
+//! # async fn f() -> baton::Result<()> {
+//! use std::{sync::Arc, time::Duration};
+//! use baton::lab::{self, Clock, Hooks, LabLock, Point, Scheme};
+//!
+//! let matrix = lab::run(&lab::Config::default()).await?; // redis-server children of its own
+//! print!("{}", matrix.to_markdown());
+//!
+//! // One scheme by hand: A's release stops between its GET and its DEL.
+//! let url = ["redis://127.0.0.1:6379".to_owned()];
+//! let (hooks, gate) = Hooks::pause_at(Point::BeforeDelete);
+//! let mut a = Scheme::SetNxPxOwned.open(&url, "jobs/1", hooks, Arc::new(Clock::system())).await?;
+//! assert!(a.acquire(Duration::from_millis(300)).await?);
+//! let release = tokio::spawn(async move { a.release().await });
+//! gate.reached().await; // A has read its own value; its lease runs out meanwhile…
+//! gate.open();          // …and its DEL goes out now, whoever holds the lock
+//! # Ok(()) }
+//! ```
 
 mod baton_lock;
 mod clock;

@@ -18,7 +18,7 @@ use crate::url::{Source, StoreChoice};
 /// before replication. Columns: mutual exclusion, no deadlock after holder crash, no
 /// foreign unlock, survives one node loss, fenced.
 ///
-/// The single-node faults run on --url (a redis:// server; lock names under
+/// The single-node faults run on --url, or $BATON_URL when it names Redis (lock names under
 /// `baton-lab:<random>`, deleted afterwards), else on a redis-server of the lab's own.
 /// Faults that kill or restart a server, and the redlock nodes, always use redis-server
 /// children of the lab's own on free loopback ports. A ✗ is a finding, not a failure:

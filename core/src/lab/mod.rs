@@ -14,6 +14,26 @@
 //! Each scheme implements [`LabLock`]: one attempt to acquire, one release, each made of
 //! the scheme's separate Redis commands with a fault [`Point`] between them, so that
 //! the harness injects crashes and pauses *between* steps deterministically ([`Hooks`]).
+//! [`run`] is the whole harness (docs/lab.md has its matrix):
+//!
+//! ```no_run
+//! # async fn f() -> baton::Result<()> {
+//! use std::{sync::Arc, time::Duration};
+//! use baton::lab::{self, Clock, Hooks, LabLock, Point, Scheme};
+//!
+//! let matrix = lab::run(&lab::Config::default()).await?; // redis-server children of its own
+//! print!("{}", matrix.to_markdown());
+//!
+//! // One scheme by hand: A's release stops between its GET and its DEL.
+//! let url = ["redis://127.0.0.1:6379".to_owned()];
+//! let (hooks, gate) = Hooks::pause_at(Point::BeforeDelete);
+//! let mut a = Scheme::SetNxPxOwned.open(&url, "jobs/1", hooks, Arc::new(Clock::system())).await?;
+//! assert!(a.acquire(Duration::from_millis(300)).await?);
+//! let release = tokio::spawn(async move { a.release().await });
+//! gate.reached().await; // A has read its own value; its lease runs out meanwhile…
+//! gate.open();          // …and its DEL goes out now, whoever holds the lock
+//! # Ok(()) }
+//! ```
 
 mod baton_lock;
 mod clock;
@@ -128,17 +148,27 @@ impl Scheme {
         Scheme::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
-    /// Where the seeds describe it (file and section).
+    /// Where the seeds describe it: file in `shared/seeds/` and section.
     pub fn seed(self) -> &'static str {
         match self {
-            Scheme::Setnx => "seed 001 青铜方案",
-            Scheme::SetnxExpire => "seed 001 白银方案; seed 000 §1.SetNX命令实现分布式锁",
-            Scheme::SetNxPx => "seed 001 黄金方案",
-            Scheme::SetNxPxOwned => "seed 001 铂金方案",
-            Scheme::SetNxPxLua => "seed 001 钻石方案; seed 000 §2.SET…命令; seed 004 实现二",
-            Scheme::GetsetTimestamp => "seed 000 §2) 设置value为锁过期时间; seed 004 实现一",
-            Scheme::Redisson => "seed 000 §3.Redission分布式锁; seed 001 王者方案; seed 003 fencing token",
-            Scheme::Redlock => "seed 000 §Redlock(红锁); seed 003 §Redlock 论战; seed 004 实现三",
+            Scheme::Setnx => "001_462f428451d4dedc.txt §青铜方案",
+            Scheme::SetnxExpire => {
+                "001_462f428451d4dedc.txt §白银方案; 000_1beee0d9ea0293d6.txt §1.SetNX命令实现分布式锁"
+            }
+            Scheme::SetNxPx => "001_462f428451d4dedc.txt §黄金方案",
+            Scheme::SetNxPxOwned => "001_462f428451d4dedc.txt §铂金方案",
+            Scheme::SetNxPxLua => {
+                "001_462f428451d4dedc.txt §钻石方案; 000_1beee0d9ea0293d6.txt §2.SET key value…; 004_a25e2eb4415add97.txt §实现二"
+            }
+            Scheme::GetsetTimestamp => {
+                "000_1beee0d9ea0293d6.txt §2) 方式一: 设置value为锁过期时间; 004_a25e2eb4415add97.txt §实现一"
+            }
+            Scheme::Redisson => {
+                "000_1beee0d9ea0293d6.txt §3.Redission分布式锁; 001_462f428451d4dedc.txt §王者方案; 003_7eba19a76c6b04b7.txt §Redlock 论战 (fencing token)"
+            }
+            Scheme::Redlock => {
+                "000_1beee0d9ea0293d6.txt §Redlock(红锁); 003_7eba19a76c6b04b7.txt §Redlock 论战; 004_a25e2eb4415add97.txt §实现三"
+            }
         }
     }
 

@@ -18,7 +18,7 @@ use super::matrix::{Cell, Flaw, Matrix, Property, Row};
 use super::raw::Raw;
 use super::servers::{OwnRedis, redis_server_available};
 use super::{Clock, FencedResource, Hooks, LabLock, Point, Scheme};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::url::StoreUrl;
 
 /// The lease of holders that must keep theirs through a scenario.
@@ -322,13 +322,21 @@ async fn winners(outcomes: Vec<(Box<dyn LabLock>, Result<bool>)>, f: &mut Findin
     Ok(())
 }
 
-/// One attempt that must succeed (the lock is free): anything else is a broken setup.
+/// A grant of a free lock, which must come. A few tries: on a loaded machine a
+/// Redlock round with a short ttl can run out of validity (or a node out of its
+/// timeout) before a quorum answers; anything else is a broken setup.
 async fn must_acquire(lock: &mut Box<dyn LabLock>, ttl: Duration, scheme: Scheme) -> Result<()> {
-    if lock.acquire(ttl).await? {
-        Ok(())
-    } else {
-        Err(Error::backend(format!("lab: {scheme}: a free lock was refused")))
+    let mut last = None;
+    for _ in 0..5 {
+        match lock.acquire(ttl).await {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::Connection | ErrorKind::Timeout) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    Err(last.unwrap_or_else(|| Error::backend(format!("lab: {scheme}: a free lock was refused 5 times"))))
 }
 
 /// Waits (bounded) until a paused holder stands at its gate.
@@ -445,24 +453,36 @@ async fn check_then_delete(lab: &Lab, f: &mut Findings) -> Result<()> {
     if !lab.scheme.points().contains(&Point::BeforeDelete) {
         return Ok(());
     }
-    let name = lab.name("check-then-delete");
-    let (hooks, gate) = Hooks::pause_at(Point::BeforeDelete);
-    let mut a = lab.client(&name, hooks).await?;
-    // Long enough for A's GET to find its own value on a loaded machine; then A stays
-    // paused until the lease is gone and B has the lock.
-    let ttl = lab.ttl.max(Duration::from_secs(1));
-    must_acquire(&mut a, ttl, lab.scheme).await?;
-    let release = tokio::spawn(async move { a.release().await });
-    reach(&gate, lab.scheme).await?;
-    let mut b = lab.client(&name, Hooks::none()).await?;
-    let b_granted = lab.acquire_within(&mut b, ttl).await;
-    gate.open();
-    release.await.map_err(|e| Error::backend(format!("lab: the paused release failed: {e}")))??;
-    if !b_granted? {
-        return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
+    // A's lease must outlast the way from its grant to its GET (else the GET finds the
+    // key gone, and no window opens): 1 s, doubled while a loaded machine was slower.
+    let mut ttl = lab.ttl.max(Duration::from_secs(1));
+    for attempt in 0..3 {
+        let name = lab.name(&format!("check-then-delete{attempt}"));
+        let (hooks, gate) = Hooks::pause_at(Point::BeforeDelete);
+        let mut a = lab.client(&name, hooks).await?;
+        must_acquire(&mut a, ttl, lab.scheme).await?;
+        let mut release = tokio::spawn(async move { a.release().await });
+        tokio::select! {
+            () = gate.reached() => {}
+            done = &mut release => {
+                done.map_err(|e| Error::backend(format!("lab: the release failed: {e}")))??;
+                ttl *= 2;
+                continue;
+            }
+        }
+        // A stands between its GET (its own value) and its DEL until its lease is gone
+        // and B holds the lock.
+        let mut b = lab.client(&name, Hooks::none()).await?;
+        let b_granted = lab.acquire_within(&mut b, ttl).await;
+        gate.open();
+        release.await.map_err(|e| Error::backend(format!("lab: the paused release failed: {e}")))??;
+        if !b_granted? {
+            return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
+        }
+        let how = "A read its own value, was delayed past its ttl, and its DEL";
+        return successor_kept(lab, &name, b, f, Flaw::CheckThenDeleteWindow, how).await;
     }
-    let how = "A read its own value, was delayed past its ttl, and its DEL";
-    successor_kept(lab, &name, b, f, Flaw::CheckThenDeleteWindow, how).await
+    Err(Error::backend(format!("lab: {}: the holder's GET never found its own value", lab.scheme)))
 }
 
 /// A release sent twice (a retry after a lost reply) lands after the next grant.

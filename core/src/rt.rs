@@ -147,44 +147,6 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "panic".to_owned())
 }
 
-/// Polls a future where it is awaited, and, when dropped before it completed, spawns
-/// the rest of it on `rt` so that it still runs to its end. Like a spawned task whose
-/// result nobody reads, without the spawn and the two wake-ups while the caller stays.
-pub(crate) struct FinishOnDrop<T: Send + 'static> {
-    fut: Option<std::pin::Pin<Box<dyn Future<Output = T> + Send>>>,
-    rt: Rt,
-}
-
-impl<T: Send + 'static> FinishOnDrop<T> {
-    pub(crate) fn new(rt: Rt, fut: impl Future<Output = T> + Send + 'static) -> FinishOnDrop<T> {
-        FinishOnDrop { fut: Some(Box::pin(fut)), rt }
-    }
-}
-
-impl<T: Send + 'static> Future for FinishOnDrop<T> {
-    type Output = T;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
-        // Taken out while polled: a future that panicked is dropped, never spawned again.
-        let Some(mut fut) = self.fut.take() else { panic!("FinishOnDrop polled after completion") };
-        match fut.as_mut().poll(cx) {
-            std::task::Poll::Ready(v) => std::task::Poll::Ready(v),
-            std::task::Poll::Pending => {
-                self.fut = Some(fut);
-                std::task::Poll::Pending
-            }
-        }
-    }
-}
-
-impl<T: Send + 'static> Drop for FinishOnDrop<T> {
-    fn drop(&mut self) {
-        if let Some(fut) = self.fut.take() {
-            self.rt.spawn(fut);
-        }
-    }
-}
-
 /// Aborts the task when dropped.
 #[derive(Debug)]
 pub(crate) struct AbortOnDrop<T>(pub(crate) JoinHandle<T>);

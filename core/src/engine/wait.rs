@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::{Grant, Slot};
@@ -35,9 +36,8 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// Takes the slot's grant, waiting as `wait` says.
 ///
 /// # Cancel safety
-/// Dropping the future never leaves a hold behind: an attempt under way is finished on the
-/// runtime, which gives back a grant nobody is left to receive, and a queue place is given
-/// up on drop.
+/// Dropping the future never leaves a hold behind: each attempt runs as its own task that
+/// gives back a grant nobody is left to receive, and a queue place is given up on drop.
 pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
     slot.spec.ctx.closed_or(acquire_inner(slot, wait).await)
 }
@@ -114,9 +114,8 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// One store attempt, polled in place but finished on the runtime if the caller goes
-/// away (`rt::FinishOnDrop`), so that a grant that arrives after the caller gave up is
-/// released instead of leaked.
+/// One store attempt in its own task, so that a grant that arrives after the caller gave
+/// up is released instead of leaked.
 ///
 /// A re-entry answered while the handle holds nothing (`Slot::strays_possible`) means the
 /// store kept holds of an earlier attempt whose answer was lost with its connection: they
@@ -124,10 +123,11 @@ fn millis(d: Duration) -> u64 {
 /// leaving strays that the watchdog would renew for as long as the handle lives.
 async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)> {
     let spec = &slot.spec;
+    let (tx, rx) = oneshot::channel();
     let backend: Arc<dyn Backend> = spec.ctx.backend.clone();
     let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
     let under_way = UnderWay::new(slot.clone());
-    let run = async move {
+    spec.ctx.rt.spawn(async move {
         let mut out = backend.acquire(&key, &req).await;
         if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
             && *count > 1
@@ -140,11 +140,12 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)>
                 Err(e) => out = Err(e),
             }
         }
-        // If the caller is gone, this answer is dropped on the runtime when the attempt
-        // ends, and `Answer::drop` gives the grant back.
-        Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) }
-    };
-    let mut answer = crate::rt::FinishOnDrop::new(spec.ctx.rt.clone(), run).await;
+        // If the caller is gone, the answer is dropped here or, when the caller went away
+        // after the send but before reading, together with the receiver: either way
+        // `Answer::drop` gives the grant back.
+        let _ = tx.send(Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) });
+    });
+    let mut answer = rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?;
     let out = answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))?;
     let under_way = answer.under_way.take().ok_or_else(|| Error::backend("internal error: no attempt count"))?;
     Ok((out, under_way))

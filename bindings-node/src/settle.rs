@@ -151,7 +151,13 @@ impl Bridge {
             let tsfn = lock(&self.tsfn);
             if let Some(t) = *tsfn {
                 // SAFETY: the lock keeps `finalize` from invalidating `t` meanwhile.
-                unsafe { sys::napi_call_threadsafe_function(t.0, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking) };
+                unsafe {
+                    sys::napi_call_threadsafe_function(
+                        t.0,
+                        ptr::null_mut(),
+                        sys::ThreadsafeFunctionCallMode::nonblocking,
+                    )
+                };
             }
         }
     }

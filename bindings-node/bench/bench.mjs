@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
-import { _noop, connect } from 'baton';
+import { _noop, _noopSettled, connect } from 'baton';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -134,18 +134,19 @@ async function redlockScenarios(url) {
   return out;
 }
 
-async function bridge() {
+async function bridge(name, call) {
   const b = budget();
   const t0 = performance.now();
-  const s = await loop(b, _noop);
-  return summary('empty native async call (bridge cost)', 1, s, performance.now() - t0);
+  const s = await loop(b, call);
+  return summary(name, 1, s, performance.now() - t0);
 }
 
 /** `baton bench --json` for comparison, when the CLI is built. */
 function rust(url) {
   const cli = process.env.BATON_CLI ?? join(here, '..', '..', 'target', 'release', 'baton');
   if (!existsSync(cli)) return null;
-  const out = execFileSync(cli, ['bench', '--url', url, '--json', '--iterations', String(iterations), '--duration', `${durationMs}ms`], {
+  const args = ['bench', '--url', url, '--json', '--iterations', String(iterations), '--duration', `${durationMs}ms`, '--held', '0'];
+  const out = execFileSync(cli, args, {
     encoding: 'utf8',
   });
   return JSON.parse(out);
@@ -153,7 +154,10 @@ function rust(url) {
 
 const fmt = (us) => (Number.isNaN(us) ? '-' : us >= 1000 ? `${(us / 1000).toFixed(2)}ms` : `${us.toFixed(1)}µs`);
 const reports = [];
-const b0 = await bridge();
+// napi's own async fn (a threadsafe function and two tasks per call) and `settle` (one
+// shared threadsafe function), which acquire and release use.
+const b0 = await bridge('empty native async call (napi async fn)', _noop);
+const b1 = await bridge('empty native async call (acquire/release bridge)', _noopSettled);
 for (const url of urls) {
   const client = await connect(url);
   const scenarios = [await uncontended(client, 1), await uncontended(client, MANY), await handoff(client)];
@@ -164,10 +168,13 @@ for (const url of urls) {
 }
 
 if (json) {
-  console.log(JSON.stringify({ node: process.version, cpus: cpus().length, iterations, durationMs, bridge: b0, reports }, null, 2));
+  console.log(JSON.stringify({ node: process.version, cpus: cpus().length, iterations, durationMs, bridge: b0, bridgeSettled: b1, reports }, null, 2));
 } else {
   console.log(`baton (Node ${process.version}, ${cpus().length} cpus), at most ${iterations} ops or ${durationMs} ms per scenario`);
-  console.log(`  ${b0.name}: p50 ${fmt(b0.p50_us)}, p99 ${fmt(b0.p99_us)}, ${Math.round(b0.ops_per_sec)} calls/s\n`);
+  for (const b of [b0, b1]) {
+    console.log(`  ${b.name}: p50 ${fmt(b.p50_us)}, p99 ${fmt(b.p99_us)}, ${Math.round(b.ops_per_sec)} calls/s`);
+  }
+  console.log('');
   for (const r of reports) {
     console.log(`on ${r.url.replace(/\/\/.*bench\.db$/, '//…/bench.db')}`);
     console.log('  scenario                                          tasks  ops    ops/s    p50       p99       max       rust ops/s  rust p50');

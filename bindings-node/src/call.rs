@@ -69,3 +69,9 @@ pub(crate) fn token(cancel: Option<&CancelToken>) -> Option<CancellationToken> {
 pub async fn noop() -> napi::Result<()> {
     run(async { Ok(()) }).await
 }
+
+/// The same through `settle` (what acquire and release use): its cost against napi's own.
+#[napi(js_name = "_noopSettled", ts_return_type = "Promise<void>")]
+pub fn noop_settled(env: napi::Env) -> napi::Result<crate::settle::Promise> {
+    crate::settle::promise(&env, run(async { Ok(()) }))
+}

@@ -18,15 +18,15 @@ macro_rules! guard_methods {
         impl $Js {
             /// Releases; rejects with `LockLost` if the lease had been lost, `NotHeld` if this
             /// guard was released already.
-            #[napi]
-            pub async fn release(&self) -> napi::Result<()> {
-                $crate::call::run(self.cell.clone().release(true)).await
+            #[napi(ts_return_type = "Promise<void>")]
+            pub fn release(&self, env: napi::Env) -> napi::Result<$crate::settle::Promise> {
+                $crate::settle::promise(&env, $crate::call::run(self.cell.clone().release(true)))
             }
 
             /// Releases unless released already (what `Symbol.asyncDispose` calls).
-            #[napi]
-            pub async fn dispose(&self) -> napi::Result<()> {
-                $crate::call::run(self.cell.clone().release(false)).await
+            #[napi(ts_return_type = "Promise<void>")]
+            pub fn dispose(&self, env: napi::Env) -> napi::Result<$crate::settle::Promise> {
+                $crate::settle::promise(&env, $crate::call::run(self.cell.clone().release(false)))
             }
 
             /// Whether `release()` (or `dispose()`) was called.

@@ -4,7 +4,8 @@
 //!
 //! Layout: one file per public noun (`client`, `lock`, `rw`, `semaphore`, `permits`,
 //! `latch`, `multi`, `inspect`), the guards (`guard`, `cell`), and the plumbing
-//! (`call`: the async bridge and cancel tokens, `errors`, `convert`).
+//! (`call`: the async bridge and cancel tokens, `settle`: the promises of the hot calls,
+//! `errors`, `convert`).
 #![allow(clippy::new_without_default)]
 
 pub mod call;
@@ -20,6 +21,7 @@ mod multi;
 mod permits;
 mod rw;
 mod semaphore;
+mod settle;
 
 /// napi's runtime polls every call (`call::run`) and the background work (watchdogs,
 /// releases of dropped guards) of the clients made from JavaScript. One worker: the calls

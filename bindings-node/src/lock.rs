@@ -1,10 +1,12 @@
 //! `Lock` and `FairLock`: one class definition for both.
 
+use napi::Env;
 use napi_derive::napi;
 
 use crate::call::{self, CancelToken};
 use crate::guard::LockGuard;
 use crate::inspect::Inspection;
+use crate::settle::{self, Promise};
 
 macro_rules! lock_class {
     ($(#[$m:meta])* $Js:ident, $Core:ty) => {
@@ -37,25 +39,30 @@ macro_rules! lock_class {
             }
 
             /// Waits for the lock (at most `timeoutMs`, then `Timeout`); `cancel` aborts.
-            #[napi]
-            pub async fn acquire(&self, timeout_ms: Option<f64>, cancel: Option<&CancelToken>) -> napi::Result<LockGuard> {
+            #[napi(ts_return_type = "Promise<LockGuard>")]
+            pub fn acquire(
+                &self,
+                env: Env,
+                timeout_ms: Option<f64>,
+                cancel: Option<&CancelToken>,
+            ) -> napi::Result<Promise> {
                 let (lock, cancel) = (self.inner.clone(), call::token(cancel));
-                call::run_cancellable(cancel, async move {
+                let fut = call::run_cancellable(cancel, async move {
                     let lock = lock?;
                     match crate::convert::timeout(timeout_ms)? {
                         Some(t) => lock.acquire_timeout(t).await,
                         None => lock.acquire().await,
                     }
-                })
-                .await
-                .map(LockGuard::new)
+                });
+                settle::promise(&env, async move { fut.await.map(LockGuard::new) })
             }
 
             /// One attempt: null when someone else holds the lock.
-            #[napi]
-            pub async fn try_acquire(&self) -> napi::Result<Option<LockGuard>> {
+            #[napi(ts_return_type = "Promise<LockGuard | null>")]
+            pub fn try_acquire(&self, env: Env) -> napi::Result<Promise> {
                 let lock = self.inner.clone();
-                call::run(async move { lock?.try_acquire().await }).await.map(|g| g.map(LockGuard::new))
+                let fut = call::run(async move { lock?.try_acquire().await });
+                settle::promise(&env, async move { fut.await.map(|g| g.map(LockGuard::new)) })
             }
 
             /// Holders, waiters and the last token of this lock.

@@ -65,3 +65,11 @@ export async function _panic(): Promise<never> {
 export function _noop(): Promise<void> {
   return native._noop();
 }
+
+/**
+ * Benchmark hook: the same through the promise bridge of acquire and release.
+ * @hidden
+ */
+export function _noopSettled(): Promise<void> {
+  return native._noopSettled();
+}

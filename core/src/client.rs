@@ -153,4 +153,12 @@ impl Client {
     pub fn is_closed(&self) -> bool {
         self.ctx.is_closed()
     }
+
+    /// Requests this client has sent to its store so far, a pipeline counting one (what
+    /// the watchdog's batching saves shows here), where the store counts them: Redis
+    /// (its command connection; the subscriber connection's SUBSCRIBE / UNSUBSCRIBE are
+    /// not counted). `None` for the other stores. For benchmarks and diagnostics.
+    pub fn store_round_trips(&self) -> Option<u64> {
+        self.ctx.backend.round_trips()
+    }
 }

@@ -95,10 +95,29 @@ async fn many_leases_renewed() {
     for i in 0..1000 {
         guards.push(c.lock_with(&format!("{base}/{i}"), opts.clone()).acquire().await.unwrap());
     }
+    let before = c.store_round_trips().expect("the Redis store counts its round trips");
     tokio::time::sleep(Duration::from_millis(2500)).await;
+    let trips = c.store_round_trips().unwrap() - before;
     assert!(guards.iter().all(|g| !g.is_lost()), "a renewed lease was lost");
+    // About 5 periods × 10 batches of 100 (plus partial batches where acquisitions spread
+    // over a period boundary); one request per lease would be ≥ 5 000. Generous both ways
+    // for a loaded machine, far from either mistake.
+    assert!((5..=500).contains(&trips), "{trips} round trips renewed 1 000 leases for 2.5 s");
     let other = Client::connect(&url).await.unwrap();
     assert!(other.lock(&format!("{base}/999")).try_acquire().await.unwrap().is_none());
+}
+
+/// `store_round_trips` counts requests: an uncontended acquire and release are one
+/// script each; stores that do not count say `None`.
+#[tokio::test]
+async fn round_trips_counted() {
+    let c = Client::connect(&prefixed("")).await.unwrap();
+    let lock = c.lock(&unique("trips"));
+    let before = c.store_round_trips().unwrap();
+    lock.acquire().await.unwrap().release().await.unwrap();
+    assert_eq!(c.store_round_trips().unwrap() - before, 2);
+    let m = Client::connect(&format!("memory://trips-{}", uuid::Uuid::new_v4().simple())).await.unwrap();
+    assert_eq!(m.store_round_trips(), None);
 }
 
 /// `?names=bare` puts every kind under Redisson's exact name: a semaphore `x` is the

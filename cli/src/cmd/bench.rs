@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use baton::{Client, Lock, LockGuard};
+use baton::{Client, Lock, LockGuard, LockOptions};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -15,18 +15,27 @@ use crate::url::StoreChoice;
 
 /// Tasks of the concurrent uncontended scenario.
 const MANY: usize = 64;
+/// The watchdog scenario's lease and renewal period: short, so that a few periods fit in
+/// a bench run (the round trips per period do not depend on the period's length).
+const WATCHDOG_LEASE: Duration = Duration::from_secs(3);
+const WATCHDOG_PERIOD: Duration = Duration::from_secs(1);
+/// Periods the watchdog scenario counts round trips over (after one to settle).
+const WATCHDOG_PERIODS: u32 = 4;
 /// How long a hand-off holder waits after its waiter has started acquiring, so that the
 /// waiter is parked in the store's wait (not still starting) when the release happens.
 const SETTLE: Duration = Duration::from_millis(1);
 
 /// Measure acquire/release throughput and latency, uncontended and contended
 ///
-/// Three scenarios, each bounded by --iterations and --duration, whichever ends first:
+/// Scenarios, each bounded by --iterations and --duration, whichever ends first:
 ///   uncontended, 1 task:   acquire + release of one name in a loop
 ///   uncontended, 64 tasks: the same, 64 tasks at once, each on its own name
 ///   hand-off:              two handles contend on one name; latency from the holder's
 ///                          release call to the waiter's grant
-/// On redlock://, a fourth: acquire + release on Redlock and on its first node alone
+///   watchdog:              --held watchdog locks held at once (3 s lease renewed every
+///                          1 s); counts the store round trips the renewals take per period,
+///                          on stores that count them (Redis)
+/// On redlock://, one more: acquire + release on Redlock and on its first node alone
 /// (redis://, default options), alternating one by one, and the ratio of their p50s.
 /// Uses lock names under `bench/` on the store.
 #[derive(clap::Args, Debug)]
@@ -38,6 +47,9 @@ pub(crate) struct Args {
     /// Longest time per scenario.
     #[arg(long, value_name = "DURATION", default_value = "3s", allow_hyphen_values = true)]
     duration: String,
+    /// Watchdog locks the renewal scenario holds at once (0: skip it).
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    held: u64,
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -49,6 +61,21 @@ struct Report {
     iterations: u64,
     duration_ms: f64,
     scenarios: Vec<Scenario>,
+    /// The watchdog scenario, on stores that count round trips.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    watchdog: Option<Watchdog>,
+}
+
+#[derive(Serialize)]
+struct Watchdog {
+    held: u64,
+    period_ms: f64,
+    periods: u32,
+    /// Store round trips while the locks were only being renewed.
+    round_trips: u64,
+    round_trips_per_period: f64,
+    /// Leases found lost at the end (0 when every renewal went through).
+    lost: u64,
 }
 
 #[derive(Serialize)]
@@ -82,10 +109,16 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
         list.push(scenario("redlock_paired", "redlock acquire+release, 1 task (paired)", 1, rl));
         list.push(scenario("single_node_paired", "first node alone, same loop (paired)", 1, one));
     }
+    let counted = out.is_ok() && args.held > 0 && client.store_round_trips().is_some();
+    if counted && !args.json {
+        eprintln!("baton: bench: watchdog, {} locks held…", args.held);
+    }
+    let watchdog = if counted { watchdog(&client, args.held).await.map(Some) } else { Ok(None) };
     let url = client.url();
     client.close().await;
     let scenarios = out?;
-    let report = Report { url, iterations: args.iterations, duration_ms: output::millis(limit), scenarios };
+    let watchdog = watchdog?;
+    let report = Report { url, iterations: args.iterations, duration_ms: output::millis(limit), scenarios, watchdog };
     if args.json {
         output::print_json(&report)?;
     } else {
@@ -224,6 +257,55 @@ async fn handoff(client: &Client, max: u64, limit: Duration) -> Result<Sample, F
     Ok(Sample { ops: hist.len(), elapsed, hist })
 }
 
+/// Holds `held` watchdog locks (taken by `MANY` tasks) and counts the store round trips
+/// over `WATCHDOG_PERIODS` renewal periods, after one period for the renewals to settle
+/// into batches. Nothing else runs on this client meanwhile, so every round trip counted
+/// is the watchdog's.
+async fn watchdog(client: &Client, held: u64) -> Result<Watchdog, Failure> {
+    let opts = LockOptions::new().lease(WATCHDOG_LEASE).renew_every(WATCHDOG_PERIOD);
+    let per_task = held.div_ceil(MANY as u64);
+    let mut joins = tokio::task::JoinSet::new();
+    for t in 0..MANY as u64 {
+        let (client, opts) = (client.clone(), opts.clone());
+        joins.spawn(async move {
+            let mut guards = Vec::new();
+            for i in (t * per_task)..((t + 1) * per_task).min(held) {
+                guards.push(client.lock_with(&format!("bench/watchdog/{i}"), opts.clone()).acquire().await?);
+            }
+            Ok::<_, baton::Error>(guards)
+        });
+    }
+    let mut guards = Vec::new();
+    while let Some(done) = joins.join_next().await {
+        guards.extend(done.map_err(|e| Failure::new(exit::SOFTWARE, format!("a bench task failed: {e}")))??);
+    }
+    tokio::time::sleep(WATCHDOG_PERIOD).await;
+    let trips = || client.store_round_trips().unwrap_or(0);
+    let before = trips();
+    tokio::time::sleep(WATCHDOG_PERIOD * WATCHDOG_PERIODS).await;
+    let round_trips = trips() - before;
+    let lost = guards.iter().filter(|g| g.is_lost()).count() as u64;
+    // Released by `MANY` tasks at once, as they were taken.
+    let mut joins = tokio::task::JoinSet::new();
+    while !guards.is_empty() {
+        let chunk = guards.split_off(guards.len().saturating_sub(per_task.max(1) as usize));
+        joins.spawn(async move {
+            for g in chunk {
+                let _ = g.release().await;
+            }
+        });
+    }
+    while joins.join_next().await.is_some() {}
+    Ok(Watchdog {
+        held,
+        period_ms: output::millis(WATCHDOG_PERIOD),
+        periods: WATCHDOG_PERIODS,
+        round_trips,
+        round_trips_per_period: round_trips as f64 / f64::from(WATCHDOG_PERIODS),
+        lost,
+    })
+}
+
 fn scenario(name: &'static str, description: &'static str, tasks: usize, s: Sample) -> Scenario {
     let us = |ns: u64| (ns as f64 / 10.0).round() / 100.0;
     let secs = s.elapsed.as_secs_f64();
@@ -261,11 +343,24 @@ fn render(r: &Report) -> String {
         (Some(rl), Some(one)) if one > 0.0 => format!("  redlock p50 / first node p50: x{:.2}\n", rl / one),
         _ => String::new(),
     };
-    format!(
+    let mut out = format!(
         "baton bench on {} (at most {} ops or {} per scenario)\n{}{ratio}",
         r.url,
         r.iterations,
         human(Duration::from_secs_f64(r.duration_ms / 1e3)),
         t.render("  ")
-    )
+    );
+    if let Some(w) = &r.watchdog {
+        out.push_str(&format!(
+            "  watchdog: {} locks held, {} store round trips in {} renewal periods of {}: {:.1} per period, {} \
+             leases lost\n",
+            w.held,
+            w.round_trips,
+            w.periods,
+            human(Duration::from_secs_f64(w.period_ms / 1e3)),
+            w.round_trips_per_period,
+            w.lost
+        ));
+    }
+    out
 }

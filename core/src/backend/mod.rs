@@ -188,6 +188,11 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
 
     /// Closes connections; later calls may fail.
     async fn close(&self) {}
+
+    /// Requests sent to the store so far, where the store counts them (`Client::store_round_trips`).
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Every scheme baton knows, with the cargo feature that brings it.

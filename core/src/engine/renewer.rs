@@ -26,8 +26,23 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct Shared {
-    entries: Mutex<HashMap<u64, Entry>>,
+    entries: Mutex<Entries>,
     wake: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<u64, Entry>,
+    /// When the loop looks at the entries next (`None`: not before an `add` wakes it), so
+    /// that an `add` wakes it only when it would look too late: one wake-up per acquire
+    /// would cost a thread hop and a scan of every entry.
+    next_look: Option<Instant>,
+}
+
+impl Shared {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// Registers watchdog leases and renews them.
@@ -46,14 +61,21 @@ impl Renewer {
 
     /// Starts renewing `held` every `period` with `lease`, first at `started + period`.
     pub(crate) fn add(&self, held: &Arc<Held>, lease: Duration, period: Duration, started: Instant) {
-        let entry = Entry { held: Arc::downgrade(held), lease, period, due: started + period };
-        self.shared.entries.lock().unwrap_or_else(|p| p.into_inner()).insert(held.live_id, entry);
-        self.shared.wake.notify_one();
+        let due = started + period;
+        // When `collect` takes it (it renews a third of a period early).
+        let look = due.checked_sub(period / 3).unwrap_or(due);
+        let mut entries = self.shared.entries();
+        entries.map.insert(held.live_id, Entry { held: Arc::downgrade(held), lease, period, due });
+        let wake = entries.next_look.is_none_or(|at| at > look);
+        drop(entries);
+        if wake {
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Stops renewing the grant `live_id`.
     pub(crate) fn remove(&self, live_id: u64) {
-        self.shared.entries.lock().unwrap_or_else(|p| p.into_inner()).remove(&live_id);
+        self.shared.entries().map.remove(&live_id);
     }
 }
 
@@ -91,11 +113,11 @@ async fn run(shared: Arc<Shared>, backend: Arc<dyn Backend>) {
 /// next one falls due.
 fn collect(s: &Shared) -> (Vec<Due>, Option<Instant>) {
     let now = Instant::now();
-    let mut entries = s.entries.lock().unwrap_or_else(|p| p.into_inner());
-    entries.retain(|_, e| e.held.strong_count() > 0);
+    let mut entries = s.entries();
+    entries.map.retain(|_, e| e.held.strong_count() > 0);
     let mut due = Vec::new();
     let mut next: Option<Instant> = None;
-    for (id, e) in entries.iter() {
+    for (id, e) in entries.map.iter() {
         if e.due <= now + e.period / 3 {
             if let Some(held) = e.held.upgrade() {
                 due.push(Due { id: *id, held, lease: e.lease, period: e.period });
@@ -104,6 +126,8 @@ fn collect(s: &Shared) -> (Vec<Due>, Option<Instant>) {
             next = Some(next.map_or(e.due, |n| n.min(e.due)));
         }
     }
+    // With renewals due, the loop looks again as soon as they are sent.
+    entries.next_look = if due.is_empty() { next } else { Some(now) };
     (due, next)
 }
 
@@ -120,9 +144,9 @@ async fn renew(shared: &Shared, backend: &dyn Backend, mut due: Vec<Due>) {
         };
         let renewed = out.as_ref().map_or(0, |v| v.iter().filter(|ok| **ok).count());
         crate::observe::renewals(renewed, chunk.len() - renewed);
-        let mut entries = shared.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = shared.entries();
         for (i, d) in chunk.iter().enumerate() {
-            let Some(e) = entries.get_mut(&d.id) else { continue };
+            let Some(e) = entries.map.get_mut(&d.id) else { continue };
             match out.as_ref().map(|v| v[i]) {
                 Some(true) => {
                     d.held.extended(sent, lease);
@@ -130,11 +154,11 @@ async fn renew(shared: &Shared, backend: &dyn Backend, mut due: Vec<Due>) {
                 }
                 Some(false) => {
                     d.held.mark_lost();
-                    entries.remove(&d.id);
+                    entries.map.remove(&d.id);
                 }
                 None if Instant::now() >= d.held.deadline() => {
                     d.held.mark_lost();
-                    entries.remove(&d.id);
+                    entries.map.remove(&d.id);
                 }
                 // Failed but the lease may still stand: retry sooner than a full period.
                 None => e.due = Instant::now() + (d.period / 4).max(Duration::from_millis(50)),

@@ -33,6 +33,7 @@ mod sentinel;
 mod simple;
 mod tls;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,19 +64,27 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_PORT: u16 = 6379;
 
-/// The command connection: one server (multiplexed, reconnecting) or a Redis Cluster
-/// (routed by each script's first key; every key of one primitive shares its slot).
+/// The command connection, counting the requests sent on it (`Backend::round_trips`).
 #[derive(Clone)]
-enum Conn {
+struct Conn {
+    link: Link,
+    trips: Arc<AtomicU64>,
+}
+
+/// One server (multiplexed, reconnecting) or a Redis Cluster (routed by each script's
+/// first key; every key of one primitive shares its slot).
+#[derive(Clone)]
+enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
 }
 
 impl redis::aio::ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> redis::RedisFuture<'a, Value> {
-        match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        match &mut self.link {
+            Link::Single(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -85,16 +94,18 @@ impl redis::aio::ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> redis::RedisFuture<'a, Vec<Value>> {
-        match self {
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        // One pipeline is one request and one answer, whatever it holds.
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        match &mut self.link {
+            Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
+        match &self.link {
+            Link::Single(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
         }
     }
 }
@@ -122,6 +133,8 @@ pub(crate) struct Redis {
     rehome: Option<Rehome>,
     /// `?clock=`: whose clock scores fair-lock places and permit expiries (`clock`).
     clock: Clock,
+    /// Requests sent on the command connection (every `Conn` of this store shares it).
+    trips: Arc<AtomicU64>,
 }
 
 /// The cluster's nodes and what a subscriber connection to one of them needs.
@@ -298,6 +311,9 @@ fn parse_db(url: &StoreUrl) -> Result<i64> {
     }
 }
 
+/// Every connection sends each request at once: with Nagle's algorithm a small write
+/// behind one not yet acknowledged (a release right after an acquire, a renewal batch
+/// next to a script) waits for the peer's delayed ACK.
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -396,7 +412,7 @@ impl Redis {
         let cannot = |e: RedisError| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e);
         let mut sentinel = None;
         let mut master_info = None;
-        let mut conn = if let Some((master_name, _)) = &sentinel_of {
+        let conn = if let Some((master_name, _)) = &sentinel_of {
             let mut client =
                 sentinel::client(url, parse_hosts(url)?, master_name, db, &transport).map_err(|e| error(&store, e))?;
             let master = tokio::time::timeout(connect_timeout * 3, client.async_get_client())
@@ -408,7 +424,7 @@ impl Redis {
             let c = ConnectionManager::new_with_config(master, config.clone()).await.map_err(cannot)?;
             sentinel = Some((client, at));
             master_info = Some(info);
-            Conn::Single(c)
+            Link::Single(c)
         } else if cluster {
             let nodes = parse_hosts(url)?.into_iter().map(|(h, p)| transport.info(h, p));
             let nodes = nodes.collect::<redis::RedisResult<Vec<_>>>().map_err(|e| error(&store, e))?;
@@ -417,7 +433,8 @@ impl Redis {
                 .response_timeout(timeout)
                 .retries(3)
                 .max_retry_wait(1000)
-                .min_retry_wait(50);
+                .min_retry_wait(50)
+                .tcp_settings(tls::tcp());
             if let Some(user) = url.user().filter(|u| !u.is_empty()) {
                 b = b.username(user);
             }
@@ -433,15 +450,17 @@ impl Redis {
                 .await
                 .map_err(|_| Error::connection(format!("cannot connect to {store}: timed out")))?
                 .map_err(cannot)?;
-            Conn::Cluster(c)
+            Link::Cluster(c)
         } else {
             let client = client_of(info.clone().set_redis_settings(settings.clone()))?;
             if lazy {
-                Conn::Single(ConnectionManager::new_lazy_with_config(client, config.clone()).map_err(cannot)?)
+                Link::Single(ConnectionManager::new_lazy_with_config(client, config.clone()).map_err(cannot)?)
             } else {
-                Conn::Single(ConnectionManager::new_with_config(client, config.clone()).await.map_err(cannot)?)
+                Link::Single(ConnectionManager::new_with_config(client, config.clone()).await.map_err(cannot)?)
             }
         };
+        let trips = Arc::new(AtomicU64::new(0));
+        let mut conn = Conn { link: conn, trips: trips.clone() };
         // Loaded once; a server that lost them (restart, SCRIPT FLUSH) gets them again on
         // the first NOSCRIPT.
         if !lazy {
@@ -497,6 +516,7 @@ impl Redis {
             rsemaphore,
             rehome,
             clock,
+            trips,
         })
     }
 
@@ -563,7 +583,7 @@ impl Redis {
             if slot.is_none() {
                 return false; // closed meanwhile
             }
-            *slot = Some(Conn::Single(conn));
+            *slot = Some(Conn { link: Link::Single(conn), trips: self.trips.clone() });
         }
         *s.master.lock().unwrap_or_else(|p| p.into_inner()) = at;
         self.hub.replace(sub);
@@ -932,15 +952,15 @@ fn is_noscript(e: &RedisError) -> bool {
 /// per script, each of which the cluster client sends to every master (a pipeline would
 /// go to one node only).
 async fn load_scripts(conn: &mut Conn) -> redis::RedisResult<()> {
-    match conn {
-        Conn::Single(_) => {
+    match conn.link {
+        Link::Single(_) => {
             let mut load = redis::pipe();
             for s in SCRIPTS.all() {
                 load.cmd("SCRIPT").arg("LOAD").arg(s.code).ignore();
             }
             load.exec_async(conn).await
         }
-        Conn::Cluster(_) => {
+        Link::Cluster(_) => {
             for s in SCRIPTS.all() {
                 redis::cmd("SCRIPT").arg("LOAD").arg(s.code).exec_async(conn).await?;
             }
@@ -1327,6 +1347,10 @@ impl Backend for Redis {
         }
         .map_err(|e| self.err(e))?;
         Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        Some(self.trips.load(Ordering::Relaxed))
     }
 
     async fn close(&self) {

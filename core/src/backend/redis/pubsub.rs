@@ -19,6 +19,10 @@ use crate::backend::Subscription;
 use crate::error::{Error, Result};
 use crate::rt::Rt;
 
+/// How long a channel stays subscribed after its last waiter left: a name waited on again
+/// soon (a lock handed back and forth) skips the SUBSCRIBE round trip before its wait.
+const LINGER: Duration = Duration::from_secs(2);
+
 /// One channel's local state.
 #[derive(Debug)]
 struct Chan {
@@ -130,6 +134,10 @@ impl Hub {
                 chan: Arc::new(Chan { wakes: Semaphore::new(0), on: tokio::sync::Mutex::new(false), wake_one }),
                 subs: 0,
             });
+            if e.subs == 0 {
+                // A lingering channel: wake-ups meant for waiters that left are stale.
+                e.chan.wakes.forget_permits(usize::MAX);
+            }
             e.subs += 1;
             e.chan.clone()
         };
@@ -153,8 +161,9 @@ impl Hub {
         Ok(Box::new(sub))
     }
 
-    /// A subscription went away; the last one of a channel unsubscribes (in the
-    /// background, in order with any new SUBSCRIBE of the channel).
+    /// A subscription went away; the last one of a channel unsubscribes after `LINGER`
+    /// unless a new one came meanwhile (in the background, in order with any new
+    /// SUBSCRIBE of the channel).
     fn release(self: &Arc<Self>, channel: &[u8], chan: &Arc<Chan>) {
         let idle = {
             let mut map = self.channels.lock();
@@ -173,6 +182,7 @@ impl Hub {
     }
 
     async fn unsubscribe_idle(&self, channel: Vec<u8>, chan: Arc<Chan>) {
+        tokio::time::sleep(LINGER).await;
         let mut on = chan.on.lock().await;
         let idle = |map: &HashMap<Vec<u8>, Entry>| {
             map.get(&channel).is_some_and(|e| Arc::ptr_eq(&e.chan, &chan) && e.subs == 0)

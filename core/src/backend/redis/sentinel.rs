@@ -34,7 +34,10 @@ pub(super) fn client(
     transport: &Transport,
 ) -> redis::RedisResult<SentinelClient> {
     let sentinels = sentinels.into_iter().map(|(h, p)| transport.addr(h, p));
-    let mut b = SentinelClientBuilder::new(sentinels, master, SentinelServerType::Master)?.set_client_to_redis_db(db);
+    let mut b = SentinelClientBuilder::new(sentinels, master, SentinelServerType::Master)?
+        .set_client_to_redis_db(db)
+        .set_client_to_redis_tcp_settings(super::tls::tcp())
+        .set_client_to_sentinel_tcp_settings(super::tls::tcp());
     if let Some(user) = url.user().filter(|u| !u.is_empty()) {
         b = b.set_client_to_redis_username(user);
     }

@@ -57,7 +57,7 @@ impl Transport {
     }
 
     pub(super) fn info(&self, host: String, port: u16) -> redis::RedisResult<ConnectionInfo> {
-        self.addr(host, port).into_connection_info()
+        Ok(self.addr(host, port).into_connection_info()?.set_tcp_settings(tcp()))
     }
 
     /// The roots for the driver's TLS connections (`None` on plain TCP).
@@ -74,4 +74,10 @@ impl Transport {
                 .map_err(|e| Error::invalid_argument(format!("{store}: bad TLS settings: {e}")).with_source(e)),
         }
     }
+}
+
+/// Every connection's socket: Nagle off (the driver leaves it on; a script call is one
+/// small write whose answer the caller waits for).
+pub(super) fn tcp() -> redis::io::tcp::TcpSettings {
+    redis::io::tcp::TcpSettings::default().set_nodelay(true)
 }

@@ -132,6 +132,15 @@ impl Client {
         self.ctx.inspect(&key).await
     }
 
+    /// For `baton bench`: one round of the store's own operations that a lock's speed is
+    /// measured against, each timed (etcd: one txn, then one delete), on key `name`.
+    #[doc(hidden)]
+    pub async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, std::time::Duration)>> {
+        self.ctx.check_open()?;
+        let key = self.ctx.key(Family::Lock, name)?;
+        self.ctx.backend.yardsticks(&key.name).await
+    }
+
     /// This client's id (the first part of every owner id it makes).
     pub fn id(&self) -> &str {
         self.ctx.id.uuid()

@@ -26,6 +26,8 @@ const SETTLE: Duration = Duration::from_millis(1);
 ///   uncontended, 64 tasks: the same, 64 tasks at once, each on its own name
 ///   hand-off:              two handles contend on one name; latency from the holder's
 ///                          release call to the waiter's grant
+/// and, on stores that have them (etcd), the store's own round trips with the same
+/// client as yardsticks (etcd: one txn; one txn + one delete), with the p50 ratios.
 /// Uses lock names under `bench/` on the store.
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
@@ -51,7 +53,7 @@ struct Report {
 
 #[derive(Serialize)]
 struct Scenario {
-    /// `uncontended_1`, `uncontended_64` or `handoff`.
+    /// `uncontended_1`, `uncontended_64`, `handoff`, `store_first` or `store_round`.
     name: &'static str,
     description: &'static str,
     tasks: usize,
@@ -92,11 +94,46 @@ async fn scenarios(client: &Client, max: u64, limit: Duration, progress: bool) -
     let many = uncontended(client, MANY, max, limit).await?;
     note("contended hand-off");
     let handoff = handoff(client, max, limit).await?;
-    Ok(vec![
+    let mut out = vec![
         scenario("uncontended_1", "acquire+release, 1 task", 1, one),
         scenario("uncontended_64", "acquire+release, 64 tasks, a name each", MANY, many),
         scenario("handoff", "release -> waiter granted, 2 handles on one name", 2, handoff),
-    ])
+    ];
+    if !client.yardsticks("bench/yardstick").await?.is_empty() {
+        note("the store's own round trips");
+        let (first, both) = yardsticks(client, max, limit).await?;
+        out.push(scenario("store_first", "store yardstick: its first op (etcd: 1 txn)", 1, first));
+        out.push(scenario("store_round", "store yardstick: a whole round (etcd: txn + delete)", 1, both));
+    }
+    Ok(out)
+}
+
+/// The store's own operations that the speed targets are measured against (the client's
+/// `yardsticks`), in a loop: the first operation alone, and the whole round.
+async fn yardsticks(client: &Client, max: u64, limit: Duration) -> Result<(Sample, Sample), Failure> {
+    let (mut first, mut both) = (histogram(), histogram());
+    let started = Instant::now();
+    while first.len() < max && started.elapsed() < limit {
+        let ops = client.yardsticks("bench/yardstick").await?;
+        let Some((_, d)) = ops.first() else { break };
+        first.saturating_record(nanos(*d));
+        both.saturating_record(nanos(ops.iter().map(|(_, d)| *d).sum()));
+    }
+    let elapsed = started.elapsed();
+    Ok((Sample { ops: first.len(), elapsed, hist: first }, Sample { ops: both.len(), elapsed, hist: both }))
+}
+
+/// The speed targets as ratios of p50s, when the store has yardsticks: uncontended
+/// acquire+release over a whole round of the store's own, hand-off over its first op.
+fn ratios(r: &Report) -> Option<String> {
+    let p50 = |name: &str| r.scenarios.iter().find(|s| s.name == name).map(|s| s.p50_us);
+    let (one, handoff, first, round) =
+        (p50("uncontended_1")?, p50("handoff")?, p50("store_first")?, p50("store_round")?);
+    Some(format!(
+        "p50 ratios: acquire+release / store round = {:.2}; hand-off / store first op = {:.2}\n",
+        one / round,
+        handoff / first
+    ))
 }
 
 /// What a scenario measured: operation count, wall time, per-operation latency (ns).
@@ -212,10 +249,11 @@ fn render(r: &Report) -> String {
         ]);
     }
     format!(
-        "baton bench on {} (at most {} ops or {} per scenario)\n{}",
+        "baton bench on {} (at most {} ops or {} per scenario)\n{}{}",
         r.url,
         r.iterations,
         human(Duration::from_secs_f64(r.duration_ms / 1e3)),
-        t.render("  ")
+        t.render("  "),
+        ratios(r).unwrap_or_default()
     )
 }

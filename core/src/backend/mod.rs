@@ -161,6 +161,13 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
 
     /// Closes connections; later calls may fail.
     async fn close(&self) {}
+
+    /// `baton bench`'s yardsticks: the store's own round trips on `name`, timed on this
+    /// client's connection (none for most stores).
+    async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
+        let _ = name;
+        Ok(Vec::new())
+    }
 }
 
 /// Every scheme baton knows, with the cargo feature that brings it.

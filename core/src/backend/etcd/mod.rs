@@ -14,6 +14,7 @@
 
 mod lock;
 mod proto;
+mod session;
 mod txnlock;
 
 #[cfg(feature = "etcd")]
@@ -195,11 +196,11 @@ impl Etcd {
         };
         let steps = Steps { store: parse_endpoints(url)?.join(",") };
         Ok(Etcd {
+            local: Arc::new(lock::Local::new(t.clone())),
             state: EtcdState { t: t.clone(), steps: steps.clone() },
             t,
             txn_scheme,
             steps,
-            local: Arc::default(),
         })
     }
 
@@ -377,7 +378,27 @@ impl Backend for Etcd {
         Backend::latch_count(&self.state, key).await
     }
 
+    /// One txn as an uncontended grant writes it (create-if-absent under the session
+    /// lease), then one delete, with the client's transport and session.
+    async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
+        let s = self.local.sessions.get(lock::secs(30_000)).await?;
+        let key = format!("{name}/yardstick").into_bytes();
+        let t0 = Instant::now();
+        let txn = Txn {
+            compare: vec![Compare::create(&key, 0)],
+            success: vec![TxnOp::Put { key: key.clone(), value: Vec::new(), lease: Some(s.lease) }],
+            failure: vec![],
+        };
+        self.t.txn(txn).await?;
+        let txn_took = t0.elapsed();
+        let t1 = Instant::now();
+        let del = Txn { compare: vec![], success: vec![TxnOp::Delete { key }], failure: vec![] };
+        self.t.txn(del).await?;
+        Ok(vec![("txn", txn_took), ("delete", t1.elapsed())])
+    }
+
     async fn close(&self) {
+        self.local.sessions.close().await;
         self.t.close().await;
     }
 }

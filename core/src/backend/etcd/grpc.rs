@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{
-    Client, Compare as ECompare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, SortOrder, SortTarget,
-    Txn as ETxn, TxnOp as ETxnOp, TxnOpResponse, WatchOptions,
+    Client, Compare as ECompare, CompareOp, ConnectOptions, EventType, GetOptions, LockOptions, PutOptions, SortOrder,
+    SortTarget, Txn as ETxn, TxnOp as ETxnOp, TxnOpResponse, WatchOptions,
 };
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
@@ -233,6 +233,26 @@ impl Transport for Grpc {
             Err(e) if e.message().contains("lease not found") => Ok(()),
             r => r.map(drop),
         }
+    }
+
+    async fn lock(&self, name: &[u8], lease: i64, wait: Duration) -> Result<Option<Vec<u8>>> {
+        let call = self.call(|mut c| {
+            let name = name.to_vec();
+            async move { c.lock(name, Some(LockOptions::new().with_lease(lease))).await }
+        });
+        match tokio::time::timeout(wait, call).await {
+            Err(_) => Ok(None),
+            Ok(r) => Ok(Some(r?.key().to_vec())),
+        }
+    }
+
+    async fn unlock(&self, key: &[u8]) -> Result<()> {
+        self.call(|mut c| {
+            let key = key.to_vec();
+            async move { c.unlock(key).await }
+        })
+        .await
+        .map(drop)
     }
 
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {

@@ -166,6 +166,13 @@ struct JWatchLine {
     error: Option<Json>,
 }
 
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JLock {
+    #[serde(deserialize_with = "de_b64")]
+    key: Vec<u8>,
+}
+
 /// An error the gateway answered with: `{"error": "...", "code": N}`.
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -388,6 +395,18 @@ impl Transport for Http {
             Err(e) if e.message().contains("lease not found") => Ok(()),
             r => r.map(drop),
         }
+    }
+
+    async fn lock(&self, name: &[u8], lease: i64, wait: Duration) -> Result<Option<Vec<u8>>> {
+        let body = json!({ "name": b64(name), "lease": lease.to_string() });
+        match tokio::time::timeout(wait, self.post::<JLock>("/v3/lock/lock", &body)).await {
+            Err(_) => Ok(None),
+            Ok(r) => Ok(Some(r?.key)),
+        }
+    }
+
+    async fn unlock(&self, key: &[u8]) -> Result<()> {
+        self.post::<Json>("/v3/lock/unlock", &json!({ "key": b64(key) })).await.map(drop)
     }
 
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {

@@ -16,6 +16,7 @@ mod lock;
 mod proto;
 mod session;
 mod txnlock;
+mod v3lock;
 
 #[cfg(feature = "etcd")]
 mod grpc;
@@ -53,8 +54,10 @@ const STATE_RACES: u32 = 64;
 /// The etcd store of one client.
 pub(crate) struct Etcd {
     t: Arc<dyn Transport>,
-    /// `?scheme=txn`: locks are the seeds' bare-key try-lock instead of the queue.
-    txn_scheme: bool,
+    /// How locks are taken (`?scheme=`).
+    scheme: Scheme,
+    /// `?scheme=v3lock`: the holds this process took through the lock service.
+    v3: v3lock::Holds,
     local: Arc<lock::Local>,
     state: EtcdState,
     steps: Steps,
@@ -168,13 +171,14 @@ impl Etcd {
         if !url.path().is_empty() && url.path() != "/" {
             return Err(Error::invalid_url(format!("etcd URLs take no path: {url}")));
         }
-        let txn_scheme = match url.option("scheme") {
-            None | Some("queue") => false,
-            Some("txn") => true,
+        let scheme = match url.option("scheme") {
+            None | Some("queue") => Scheme::Queue,
+            Some("txn") => Scheme::Txn,
+            Some("v3lock") => Scheme::V3Lock,
             Some(other) => {
                 return Err(Error::invalid_argument(format!(
                     "option `scheme` of {url}: `{other}` is not an etcd lock scheme (queue: etcd's concurrency.Mutex, \
-                     the default; txn: the bare-key try-lock)"
+                     the default; txn: the bare-key try-lock; v3lock: etcd's lock service)"
                 )));
             }
         };
@@ -199,7 +203,8 @@ impl Etcd {
             local: Arc::new(lock::Local::new(t.clone())),
             state: EtcdState { t: t.clone(), steps: steps.clone() },
             t,
-            txn_scheme,
+            scheme,
+            v3: v3lock::Holds::default(),
             steps,
         })
     }
@@ -230,11 +235,13 @@ impl Etcd {
     async fn lock_inspect(&self, key: &Key) -> Result<Inspection> {
         let (es, fence) = lock::read(&*self.t, &LockKeys::new(&key.name)).await?;
         let head = es.first().filter(|e| !e.waiting());
+        // The lock service writes no holder: this process's own holds are known here.
+        let own = |e: &lock::Entry| self.v3.describe(&e.kv.key);
         let holders: Vec<Holder> = head
             .map(|e| Holder {
-                owner: e.owner(),
+                owner: own(e).map_or_else(|| e.owner(), |(h, _)| h),
                 mode: "exclusive",
-                count: e.count(),
+                count: own(e).map_or_else(|| e.count(), |(_, n)| n),
                 token: FencingToken::new(u64::try_from(e.kv.create_revision).unwrap_or(0)),
                 // etcd reports whole seconds: the engine's own deadline is more precise.
                 lease_left: None,
@@ -257,7 +264,9 @@ impl Etcd {
 impl Backend for Etcd {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
         match key.family {
-            Family::Lock if self.txn_scheme => {
+            Family::Lock if self.scheme == Scheme::V3Lock => v3lock::acquire(&*self.t, &self.v3, &key.name, req).await,
+            _ if self.scheme == Scheme::V3Lock => Err(v3lock_only(key)),
+            Family::Lock if self.scheme == Scheme::Txn => {
                 let keys = TxnKeys::new(&key.name);
                 let _one = self.steps.lock(&keys.own(&req.holder)).await;
                 txnlock::acquire(&*self.t, &keys, req).await
@@ -273,7 +282,11 @@ impl Backend for Etcd {
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
         match key.family {
-            Family::Lock if self.txn_scheme => {
+            _ if self.scheme == Scheme::V3Lock => {
+                let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+                v3lock::renew(&*self.t, &self.v3, &key.name, holder, ms).await
+            }
+            Family::Lock if self.scheme == Scheme::Txn => {
                 let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
                 let keys = TxnKeys::new(&key.name);
                 let _one = self.steps.lock(&keys.own(holder)).await;
@@ -298,7 +311,11 @@ impl Backend for Etcd {
 
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
         match key.family {
-            Family::Lock if self.txn_scheme => {
+            _ if self.scheme == Scheme::V3Lock => {
+                let fence = LockKeys::new(&key.name).fence;
+                v3lock::release(&*self.t, &self.v3, &key.name, &fence, holder, count).await
+            }
+            Family::Lock if self.scheme == Scheme::Txn => {
                 txnlock::release(&*self.t, &TxnKeys::new(&key.name), holder, count).await
             }
             Family::Lock => {
@@ -312,8 +329,8 @@ impl Backend for Etcd {
 
     async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
         match key.family {
-            // No queue places in the txn scheme.
-            Family::Lock if self.txn_scheme => Ok(()),
+            // No queue places in the txn and v3lock schemes.
+            Family::Lock if self.scheme != Scheme::Queue => Ok(()),
             // Not one step at a time: it only revokes the waiter's own leases.
             Family::Lock => {
                 let keys = LockKeys::new(&key.name);
@@ -325,12 +342,13 @@ impl Backend for Etcd {
     }
 
     fn queues_locks(&self) -> bool {
-        !self.txn_scheme
+        self.scheme == Scheme::Queue
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         match key.family {
-            Family::Lock if self.txn_scheme => {
+            _ if self.scheme == Scheme::V3Lock && key.family != Family::Lock => Err(v3lock_only(key)),
+            Family::Lock if self.scheme == Scheme::Txn => {
                 Ok(Box::new(KeySub::start(self.t.clone(), &TxnKeys::new(&key.name).key).await?))
             }
             Family::Lock => Ok(Box::new(LockSub {
@@ -346,7 +364,7 @@ impl Backend for Etcd {
 
     async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
         match key.family {
-            Family::Lock if self.txn_scheme => Backend::subscribe(self, key).await,
+            Family::Lock if self.scheme != Scheme::Queue => Backend::subscribe(self, key).await,
             Family::Lock => Ok(Box::new(LockSub {
                 t: self.t.clone(),
                 keys: LockKeys::new(&key.name),
@@ -360,21 +378,31 @@ impl Backend for Etcd {
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
         match key.family {
-            Family::Lock if self.txn_scheme => self.txn_inspect(key).await,
+            _ if self.scheme == Scheme::V3Lock && key.family != Family::Lock => Err(v3lock_only(key)),
+            Family::Lock if self.scheme == Scheme::Txn => self.txn_inspect(key).await,
             Family::Lock => self.lock_inspect(key).await,
             _ => Backend::inspect(&self.state, key).await,
         }
     }
 
     async fn latch_try_set(&self, key: &Key, count: u64) -> Result<bool> {
+        if self.scheme == Scheme::V3Lock {
+            return Err(v3lock_only(key));
+        }
         Backend::latch_try_set(&self.state, key, count).await
     }
 
     async fn latch_count_down(&self, key: &Key) -> Result<u64> {
+        if self.scheme == Scheme::V3Lock {
+            return Err(v3lock_only(key));
+        }
         Backend::latch_count_down(&self.state, key).await
     }
 
     async fn latch_count(&self, key: &Key) -> Result<u64> {
+        if self.scheme == Scheme::V3Lock {
+            return Err(v3lock_only(key));
+        }
         Backend::latch_count(&self.state, key).await
     }
 
@@ -401,6 +429,25 @@ impl Backend for Etcd {
         self.local.sessions.close().await;
         self.t.close().await;
     }
+}
+
+/// How an etcd store takes locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    /// etcd's `concurrency.Mutex` queue (the default).
+    Queue,
+    /// The seeds' bare-key try-lock.
+    Txn,
+    /// etcd's lock service (`v3lockpb`).
+    V3Lock,
+}
+
+fn v3lock_only(key: &Key) -> Error {
+    Error::unsupported(format!(
+        "{} `{}`: etcd's lock service (`?scheme=v3lock`) has locks only; use the default scheme for other kinds",
+        key.family.as_str(),
+        key.name
+    ))
 }
 
 /// Sleeps a little after a failed watch (the engine re-checks on return anyway).

@@ -165,5 +165,11 @@ pub(crate) trait Transport: Send + Sync + std::fmt::Debug + 'static {
     /// is delivered. (A watch that must catch up on history is served by etcd's 100 ms
     /// sync loop, so waiters watch from now and read once more instead.)
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>>;
+    /// etcd's lock service (`v3lockpb.Lock`): `name` held under `lease`, the key it holds
+    /// by; `None` when not granted within `wait` (the call is cancelled, which takes the
+    /// service's waiting key away).
+    async fn lock(&self, name: &[u8], lease: i64, wait: std::time::Duration) -> Result<Option<Vec<u8>>>;
+    /// `v3lockpb.Unlock`: deletes the key a `lock` returned.
+    async fn unlock(&self, key: &[u8]) -> Result<()>;
     async fn close(&self) {}
 }

@@ -162,6 +162,11 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
     /// Closes connections; later calls may fail.
     async fn close(&self) {}
 
+    /// Counters of the store's own machinery, for tests (see `Client::counters`).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// `baton bench`'s yardsticks: the store's own round trips on `name`, timed on this
     /// client's connection (none for most stores).
     async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {

@@ -13,6 +13,7 @@
 //! in `baton/lock/NAME` on grant by promotion and on release, for `inspect`.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -595,6 +596,10 @@ pub(crate) struct Local {
     mine: Mutex<HashMap<(Vec<u8>, String), Kv>>,
     /// When a read last found each queue busy.
     busy: Mutex<HashMap<Vec<u8>, Instant>>,
+    /// Waits ended by their predecessor's deletion, and how many of those by a watch
+    /// event (the rest found it gone on their first read): tests count them.
+    pub(crate) wakes: AtomicU64,
+    pub(crate) wake_events: AtomicU64,
 }
 
 impl Local {
@@ -607,6 +612,8 @@ impl Local {
             seen: Mutex::default(),
             mine: Mutex::default(),
             busy: Mutex::default(),
+            wakes: AtomicU64::new(0),
+            wake_events: AtomicU64::new(0),
         }
     }
 

@@ -406,6 +406,14 @@ impl Backend for Etcd {
         Backend::latch_count(&self.state, key).await
     }
 
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        vec![
+            ("lock_waits_woken", self.local.wakes.load(Relaxed)),
+            ("lock_wake_watch_events", self.local.wake_events.load(Relaxed)),
+        ]
+    }
+
     /// One txn as an uncontended grant writes it (create-if-absent under the session
     /// lease), then one delete, with the client's transport and session.
     async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
@@ -469,6 +477,19 @@ struct LockSub {
 }
 
 impl LockSub {
+    /// The predecessor went (seen on the watch, or gone at the first read): counted, and
+    /// when it was the head, this waiter is the head now.
+    fn woken(&self, head: bool, by_event: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.local.wakes.fetch_add(1, Relaxed);
+        if by_event {
+            self.local.wake_events.fetch_add(1, Relaxed);
+        }
+        if let (true, Some(h)) = (head, &self.holder) {
+            self.local.hint(&self.keys.prefix, h);
+        }
+    }
+
     async fn wait(&mut self, until: Instant) -> Result<()> {
         let mut head = false;
         let (range, after) = match &self.holder {
@@ -511,9 +532,7 @@ impl LockSub {
                 };
                 let _ = after;
                 if gone {
-                    if let (true, Some(h)) = (head, &self.holder) {
-                        self.local.hint(&self.keys.prefix, h);
-                    }
+                    self.woken(head, false);
                     return Ok(());
                 }
                 w
@@ -529,9 +548,7 @@ impl LockSub {
                     return Ok(());
                 }
                 Some(evs) if evs.iter().any(|e| e.delete) => {
-                    if let (true, Some(h)) = (head, &self.holder) {
-                        self.local.hint(&self.keys.prefix, h);
-                    }
+                    self.woken(head, true);
                     return Ok(());
                 }
                 Some(_) => {}

@@ -64,11 +64,14 @@ impl Session {
     }
 }
 
+/// A session and its keep-alive loop (stopped when dropped).
+type Live = (Arc<Session>, AbortOnDrop<()>);
+
 /// The session leases of one client, by lease length.
 #[derive(Debug)]
 pub(crate) struct Sessions {
     t: Arc<dyn Transport>,
-    live: Mutex<HashMap<i64, (Arc<Session>, AbortOnDrop<()>)>>,
+    live: Mutex<HashMap<i64, Live>>,
     /// One grant at a time, so that concurrent first holds share one lease.
     granting: tokio::sync::Mutex<()>,
 }

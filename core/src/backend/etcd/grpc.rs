@@ -71,6 +71,10 @@ impl Grpc {
             // gRPC codes 14 Unavailable (no leader, member stopping, refused), 4
             // DeadlineExceeded, 1 Cancelled: the store could not answer, not a refusal.
             etcd_client::Error::GRpcStatus(s) if matches!(i32::from(s.code()), 1 | 4 | 14) => Error::connection(msg),
+            // tonic reports a connection reset mid-call (a member killed) as Unknown.
+            etcd_client::Error::GRpcStatus(s) if i32::from(s.code()) == 2 && s.message() == "transport error" => {
+                Error::connection(msg)
+            }
             _ => Error::backend(msg),
         }
     }

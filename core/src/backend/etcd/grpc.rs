@@ -1,7 +1,7 @@
 //! `etcd://`: etcd's gRPC API through the `etcd-client` crate (one HTTP/2 channel
 //! balanced over every endpoint given; user/password auth).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,7 +12,9 @@ use etcd_client::{
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use super::proto::{Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream};
+use super::proto::{
+    Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream, each_endpoint,
+};
 use crate::error::{Error, Result};
 
 /// The gRPC transport: one client per endpoint, connected on first use; a call that
@@ -100,33 +102,20 @@ impl Grpc {
         F: Fn(Client) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let n = self.endpoints.len();
-        let start = self.current.load(Ordering::Relaxed);
-        let mut last = None;
-        for i in 0..n {
-            let idx = (start + i) % n;
-            let out = match self.client(idx).await {
-                Err(e) => Err(e),
-                Ok(c) => match tokio::time::timeout(self.timeout, f(c)).await {
+        each_endpoint(&self.current, self.endpoints.len(), &self.store, |idx| {
+            let f = &f;
+            async move {
+                let c = self.client(idx).await?;
+                match tokio::time::timeout(self.timeout, f(c)).await {
                     Ok(r) => r.map_err(|e| self.err(e)),
                     Err(_) => Err(Error::connection(format!(
                         "{}: request to {} timed out after {:?}",
                         self.store, self.endpoints[idx], self.timeout
                     ))),
-                },
-            };
-            match out {
-                Ok(v) => {
-                    if i > 0 {
-                        self.current.store(idx, Ordering::Relaxed);
-                    }
-                    return Ok(v);
                 }
-                Err(e) if e.kind() == crate::ErrorKind::Connection => last = Some(e),
-                Err(e) => return Err(e),
             }
-        }
-        Err(last.unwrap_or_else(|| Error::connection(format!("{}: no endpoint", self.store))))
+        })
+        .await
     }
 }
 
@@ -186,9 +175,15 @@ impl Transport for Grpc {
         let compare: Vec<ECompare> = t
             .compare
             .iter()
-            .map(|c| match c.target {
-                Target::Create => ECompare::create_revision(c.key.clone(), CompareOp::Equal, c.value),
-                Target::Mod => ECompare::mod_revision(c.key.clone(), CompareOp::Equal, c.value),
+            .map(|c| {
+                let cmp = match c.target {
+                    Target::Create => ECompare::create_revision(c.key.clone(), CompareOp::Equal, c.value),
+                    Target::Mod => ECompare::mod_revision(c.key.clone(), CompareOp::Equal, c.value),
+                };
+                match &c.range_end {
+                    Some(end) => cmp.with_range(end.clone()),
+                    None => cmp,
+                }
             })
             .collect();
         let txn = ETxn::new()

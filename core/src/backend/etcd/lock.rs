@@ -214,40 +214,32 @@ async fn step(
     }
 }
 
-/// Creates the holder's key as `NAME/<session lease hex>` under the session lease,
-/// granted if it is the oldest. `None` when it is not (the key is taken back, and the
-/// caller queues up the usual way, under a queue lease) or when the session key is
-/// already in use (another holder of this client on the same name).
+/// Creates the holder's key as `NAME/<session lease hex>` under the session lease, in
+/// one txn guarded on `NAME/` being empty: granted. `None` when it was not empty (someone
+/// holds or waits, or another holder of this client has the session key): the caller
+/// reads and queues up the usual way, under a queue lease.
 async fn session_create(t: &dyn Transport, local: &Local, keys: &LockKeys, req: &Request) -> Result<Option<Attempt>> {
     let ttl = secs(req.lease_ms);
     let s = local.sessions.get(ttl).await?;
     let key = keys.entry_key(s.lease);
     let value = Value { holder: req.holder.clone(), count: 1, ttl };
     let txn = Txn {
-        compare: vec![Compare::create(&key, 0)],
-        success: vec![
-            TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(s.lease) },
-            TxnOp::Range(Range::prefix(&keys.prefix)),
-        ],
+        compare: vec![Compare::none_under(&keys.prefix)],
+        success: vec![TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(s.lease) }],
         failure: vec![],
     };
     let resp = match t.txn(txn).await {
         Ok(r) => r,
         Err(e) => return lease_gone(&s, e),
     };
+    local.busy(&keys.prefix, !resp.succeeded);
     if !resp.succeeded {
         return Ok(None);
     }
     let mine = resp.revision;
-    let es = resp.range(1).map(|r| entries(keys, r)).unwrap_or_default();
-    local.busy(&keys.prefix, es.len() > 1);
-    if es.first().is_some_and(|e| e.kv.create_revision == mine) && !es.iter().skip(1).any(|e| e.is(&req.holder)) {
-        let kv = Kv { key, value: encode(&value), create_revision: mine, mod_revision: mine, lease: s.lease };
-        local.hold(&keys.prefix, &req.holder, kv);
-        return Ok(Some(Attempt::Granted { token: u64::try_from(mine).unwrap_or(0), count: 1, fresh: true }));
-    }
-    delete_entry(t, &key, mine, 0).await?;
-    Ok(None)
+    let kv = Kv { key, value: encode(&value), create_revision: mine, mod_revision: mine, lease: s.lease };
+    local.hold(&keys.prefix, &req.holder, kv);
+    Ok(Some(Attempt::Granted { token: u64::try_from(mine).unwrap_or(0), count: 1, fresh: true }))
 }
 
 /// A txn under a session lease failed: when etcd no longer knows the lease (the process

@@ -349,7 +349,7 @@ impl Backend for Etcd {
         match key.family {
             _ if self.scheme == Scheme::V3Lock && key.family != Family::Lock => Err(v3lock_only(key)),
             Family::Lock if self.scheme == Scheme::Txn => {
-                Ok(Box::new(KeySub::start(self.t.clone(), &TxnKeys::new(&key.name).key).await?))
+                Ok(Box::new(KeySub::start(self.t.clone(), &TxnKeys::new(&key.name).key, true).await?))
             }
             Family::Lock => Ok(Box::new(LockSub {
                 t: self.t.clone(),
@@ -567,19 +567,24 @@ impl Subscription for LockSub {
     }
 }
 
-/// Watches one key (`?scheme=txn`: the lock key) from the revision read at subscribe
-/// time; any deletion wakes.
+/// Watches one key, one watch kept across waits: `?scheme=txn`'s lock key (a deletion
+/// wakes) and a state kind's wake key (any write wakes).
 struct KeySub {
     t: Arc<dyn Transport>,
     key: Vec<u8>,
+    /// Only a deletion wakes.
+    deletes: bool,
+    /// `None` after a failure: the next wait opens another (and returns at once, so that
+    /// the engine reads again).
     stream: Option<Box<dyn WatchStream>>,
 }
 
 impl KeySub {
-    /// Opened (and confirmed) before the engine's next attempt, from now (see `StateSub`).
-    async fn start(t: Arc<dyn Transport>, key: &[u8]) -> Result<KeySub> {
+    /// Opened (and confirmed) before the engine's next attempt, from now: that attempt
+    /// reads, and every later change is on the watch.
+    async fn start(t: Arc<dyn Transport>, key: &[u8], deletes: bool) -> Result<KeySub> {
         let stream = t.watch(Range::key(key), None).await?;
-        Ok(KeySub { t, key: key.to_vec(), stream: Some(stream) })
+        Ok(KeySub { t, key: key.to_vec(), deletes, stream: Some(stream) })
     }
 }
 
@@ -596,12 +601,8 @@ impl Subscription for KeySub {
         // Bounded by `until`: one batch of events per turn.
         loop {
             match stream.next(until).await {
-                Ok(Some(evs)) => {
-                    if evs.iter().any(|e| e.delete) {
-                        return Ok(());
-                    }
-                }
-                Ok(None) => return Ok(()),
+                Ok(Some(evs)) if self.deletes && !evs.iter().any(|e| e.delete) => {}
+                Ok(_) => return Ok(()),
                 Err(_) => {
                     self.stream = None;
                     pause(until).await;
@@ -677,9 +678,7 @@ impl StateStore for EtcdState {
     /// Opened (and confirmed) before the engine's next attempt, from now: that attempt
     /// reads the state, and every later change is on the watch.
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-        let wake = wake_key(key);
-        let stream = self.t.watch(Range::key(&wake), None).await?;
-        Ok(Box::new(StateSub { t: self.t.clone(), wake, stream: Some(stream) }))
+        Ok(Box::new(KeySub::start(self.t.clone(), &wake_key(key), false).await?))
     }
 
     async fn close(&self) {}
@@ -729,33 +728,6 @@ async fn load(t: &dyn Transport, key: &Key) -> Result<(KeyState, i64)> {
                 .map_err(|e| Error::backend(format!("etcd: the state of {key} is not baton's: {e}")))?;
             Ok((s, kv.mod_revision))
         }
-    }
-}
-
-/// Watches a name's wake key; one watch kept across waits.
-struct StateSub {
-    t: Arc<dyn Transport>,
-    wake: Vec<u8>,
-    /// `None` after a failure: the next wait opens another (and returns at once, so that
-    /// the engine reads the state again).
-    stream: Option<Box<dyn WatchStream>>,
-}
-
-#[async_trait]
-impl Subscription for StateSub {
-    async fn changed(&mut self, until: Instant) -> Result<()> {
-        let Some(stream) = self.stream.as_mut() else {
-            match self.t.watch(Range::key(&self.wake), None).await {
-                Ok(s) => self.stream = Some(s),
-                Err(_) => pause(until).await,
-            }
-            return Ok(());
-        };
-        if stream.next(until).await.is_err() {
-            self.stream = None;
-            pause(until).await;
-        }
-        Ok(())
     }
 }
 

@@ -237,13 +237,16 @@ pub async fn many_waiters_in_order(url: &str) {
     for i in 0..N {
         let (c2, n, order) = (c.clone(), name.clone(), order.clone());
         tasks.push(tokio::spawn(async move {
-            let g = c2.lock(&n).acquire().await.unwrap();
+            // Queue places that outlive a slow round of refreshes: 200 waiters' re-checks
+            // over the JSON gateway on a loaded machine took longer than the default 5 s.
+            let opts = LockOptions::new().queue_ttl(Duration::from_secs(30));
+            let g = c2.lock_with(&n, opts).acquire().await.unwrap();
             let woken = counter(&c2, "lock_waits_woken");
             order.lock().unwrap().push((i, g.token(), woken));
             g.release().await.unwrap();
         }));
         // Queued before the next one asks (bounded: one waiter's key is a few round trips).
-        bounded("waiter queued", Duration::from_secs(10), async {
+        bounded("waiter queued", Duration::from_secs(30), async {
             while c.inspect(&name).await.unwrap().waiters.len() < i + 1 {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }

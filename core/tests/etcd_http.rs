@@ -20,5 +20,4 @@ fn store() -> Store {
 behaviour_suite!(crate::store);
 cross_process_suite!(crate::store);
 etcd_suite!(crate::url);
-// 200 waiters in request order, one woken per release (counted).
-etcd_suite!(@tests crate::url; many_waiters_in_order);
+// 200 waiters in request order: in `etcd_http_waiters.rs`, alone (see there).

@@ -221,15 +221,7 @@ impl Etcd {
             })
             .into_iter()
             .collect();
-        let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
-        Ok(Inspection {
-            name: key.name.clone(),
-            kind: key.family.as_str(),
-            holders,
-            waiters: Vec::new(),
-            last_token: (last > 0).then_some(FencingToken::new(last)),
-            count: 0,
-        })
+        Ok(lock_inspection(key, holders, Vec::new(), fence))
     }
 
     async fn lock_inspect(&self, key: &Key) -> Result<Inspection> {
@@ -248,15 +240,8 @@ impl Etcd {
             })
             .into_iter()
             .collect();
-        let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
-        Ok(Inspection {
-            name: key.name.clone(),
-            kind: key.family.as_str(),
-            waiters: es.iter().skip(holders.len()).map(|e| e.owner()).collect(),
-            holders,
-            last_token: (last > 0).then_some(FencingToken::new(last)),
-            count: 0,
-        })
+        let waiters = es.iter().skip(holders.len()).map(|e| e.owner()).collect();
+        Ok(lock_inspection(key, holders, waiters, fence))
     }
 }
 
@@ -436,6 +421,19 @@ impl Backend for Etcd {
     async fn close(&self) {
         self.local.sessions.close().await;
         self.t.close().await;
+    }
+}
+
+/// A lock's inspection: its last token is the larger of the holder's and the recorded one.
+fn lock_inspection(key: &Key, holders: Vec<Holder>, waiters: Vec<String>, fence: u64) -> Inspection {
+    let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
+    Inspection {
+        name: key.name.clone(),
+        kind: key.family.as_str(),
+        holders,
+        waiters,
+        last_token: (last > 0).then_some(FencingToken::new(last)),
+        count: 0,
     }
 }
 

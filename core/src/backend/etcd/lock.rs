@@ -356,6 +356,9 @@ async fn promote(
     // The queue lease has no key left and runs out on its own (≤ the queue ttl): not
     // revoking it keeps the hand-off at one write.
     local.forget(&keys.prefix, &req.holder, e.kv.lease);
+    // A grant that came through the queue: this name is contended, so this holder's next
+    // acquire reads first instead of trying the uncontended txn (a write that would fail).
+    local.busy(&keys.prefix, true);
     let kv =
         Kv { value: encode(&value), mod_revision: resp.revision, lease: lease.unwrap_or(e.kv.lease), ..e.kv.clone() };
     local.hold(&keys.prefix, &req.holder, kv);

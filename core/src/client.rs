@@ -132,6 +132,23 @@ impl Client {
         self.ctx.inspect(&key).await
     }
 
+    /// For `baton bench`: one round of the store's own operations that a lock's speed is
+    /// measured against, each timed (etcd: one txn, then one delete), on key `name`.
+    #[doc(hidden)]
+    pub async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, std::time::Duration)>> {
+        self.ctx.check_open()?;
+        let key = self.ctx.key(Family::Lock, name)?;
+        self.ctx.backend.yardsticks(&key.name).await
+    }
+
+    /// For tests: counters of the store's own machinery, by name (etcd:
+    /// `lock_waits_woken`, lock waits ended by their predecessor's deletion, and
+    /// `lock_wake_watch_events`, those of them seen as a watch event). Not a stable API.
+    #[doc(hidden)]
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.ctx.backend.counters()
+    }
+
     /// This client's id (the first part of every owner id it makes).
     pub fn id(&self) -> &str {
         self.ctx.id.uuid()

@@ -20,5 +20,5 @@ fn store() -> Store {
 behaviour_suite!(crate::store);
 cross_process_suite!(crate::store);
 etcd_suite!(crate::url);
-// 200 waiters in request order: gRPC only (see the check).
+// 200 waiters in request order, one woken per release (counted).
 etcd_suite!(@tests crate::url; many_waiters_in_order);

@@ -20,3 +20,4 @@ fn store() -> Store {
 behaviour_suite!(crate::store);
 cross_process_suite!(crate::store);
 etcd_suite!(crate::url);
+// 200 waiters in request order: in `etcd_http_waiters.rs`, alone (see there).

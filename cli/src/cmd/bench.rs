@@ -37,6 +37,8 @@ const SETTLE: Duration = Duration::from_millis(1);
 ///                          on stores that count them (Redis)
 /// On redlock://, one more: acquire + release on Redlock and on its first node alone
 /// (redis://, default options), alternating one by one, and the ratio of their p50s.
+/// and, on stores that have them (etcd), the store's own round trips with the same
+/// client as yardsticks (etcd: one txn; one txn + one delete), with the p50 ratios.
 /// Uses lock names under `bench/` on the store.
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
@@ -81,7 +83,7 @@ struct Watchdog {
 #[derive(Serialize)]
 struct Scenario {
     /// `uncontended_1`, `uncontended_64`, `handoff`; on Redlock also `redlock_paired` and
-    /// `single_node_paired`.
+    /// `single_node_paired`; on stores with yardsticks `store_first` and `store_round`.
     name: &'static str,
     description: &'static str,
     tasks: usize,
@@ -139,11 +141,54 @@ async fn scenarios(client: &Client, max: u64, limit: Duration, progress: bool) -
     let many = uncontended(client, MANY, max, limit).await?;
     note("contended hand-off");
     let handoff = handoff(client, max, limit).await?;
-    Ok(vec![
+    let mut out = vec![
         scenario("uncontended_1", "acquire+release, 1 task", 1, one),
         scenario("uncontended_64", "acquire+release, 64 tasks, a name each", MANY, many),
         scenario("handoff", "release -> waiter granted, 2 handles on one name", 2, handoff),
-    ])
+    ];
+    if !client.yardsticks("bench/yardstick").await?.is_empty() {
+        note("the store's own round trips");
+        let (first, both) = yardsticks(client, max, limit).await?;
+        out.push(scenario("store_first", "store yardstick: its first op (etcd: 1 txn)", 1, first));
+        out.push(scenario("store_round", "store yardstick: a whole round (etcd: txn + delete)", 1, both));
+    }
+    Ok(out)
+}
+
+/// The store's own operations that the speed targets are measured against (the client's
+/// `yardsticks`), in a loop: the first operation alone, and the whole round.
+async fn yardsticks(client: &Client, max: u64, limit: Duration) -> Result<(Sample, Sample), Failure> {
+    let (mut first, mut both) = (histogram(), histogram());
+    let started = Instant::now();
+    while first.len() < max && started.elapsed() < limit {
+        let ops = client.yardsticks("bench/yardstick").await?;
+        let Some((_, d)) = ops.first() else { break };
+        first.saturating_record(nanos(*d));
+        both.saturating_record(nanos(ops.iter().map(|(_, d)| *d).sum()));
+    }
+    let elapsed = started.elapsed();
+    Ok((Sample { ops: first.len(), elapsed, hist: first }, Sample { ops: both.len(), elapsed, hist: both }))
+}
+
+/// The speed targets as ratios of p50s: Redlock over its first node alone; on stores with
+/// yardsticks, uncontended acquire+release over a whole round of the store's own and
+/// hand-off over its first op.
+fn ratios(r: &Report) -> String {
+    let p50 = |name: &str| r.scenarios.iter().find(|s| s.name == name).map(|s| s.p50_us);
+    let mut out = String::new();
+    if let (Some(rl), Some(one)) = (p50("redlock_paired"), p50("single_node_paired")) {
+        out.push_str(&format!("  redlock p50 / first node p50: x{:.2}\n", rl / one.max(f64::MIN_POSITIVE)));
+    }
+    if let (Some(one), Some(handoff), Some(first), Some(round)) =
+        (p50("uncontended_1"), p50("handoff"), p50("store_first"), p50("store_round"))
+    {
+        out.push_str(&format!(
+            "p50 ratios: acquire+release / store round = {:.2}; hand-off / store first op = {:.2}\n",
+            one / round,
+            handoff / first
+        ));
+    }
+    out
 }
 
 /// On `redlock://h1,h2,…[/db]`: `redis://h1[/db]` with the same credentials (no options:
@@ -338,17 +383,13 @@ fn render(r: &Report) -> String {
             d(s.max_us),
         ]);
     }
-    let p50 = |name: &str| r.scenarios.iter().find(|s| s.name == name).map(|s| s.p50_us);
-    let ratio = match (p50("redlock_paired"), p50("single_node_paired")) {
-        (Some(rl), Some(one)) if one > 0.0 => format!("  redlock p50 / first node p50: x{:.2}\n", rl / one),
-        _ => String::new(),
-    };
     let mut out = format!(
-        "baton bench on {} (at most {} ops or {} per scenario)\n{}{ratio}",
+        "baton bench on {} (at most {} ops or {} per scenario)\n{}{}",
         r.url,
         r.iterations,
         human(Duration::from_secs_f64(r.duration_ms / 1e3)),
-        t.render("  ")
+        t.render("  "),
+        ratios(r)
     );
     if let Some(w) = &r.watchdog {
         out.push_str(&format!(

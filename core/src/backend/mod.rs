@@ -193,6 +193,18 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
     fn round_trips(&self) -> Option<u64> {
         None
     }
+
+    /// Counters of the store's own machinery, for tests (see `Client::counters`).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
+    /// `baton bench`'s yardsticks: the store's own round trips on `name`, timed on this
+    /// client's connection (none for most stores).
+    async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
+        let _ = name;
+        Ok(Vec::new())
+    }
 }
 
 /// Every scheme baton knows, with the cargo feature that brings it.

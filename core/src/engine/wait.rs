@@ -54,6 +54,7 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         lease_ms: millis(spec.lease.length()),
         enqueue: queued,
         queue_ttl_ms: millis(spec.queue_ttl),
+        watchdog: matches!(spec.lease, crate::options::Lease::Watchdog { .. }),
     };
     let mut place = queued.then(|| QueuePlace::new(slot));
     let mut sub = None;

@@ -119,6 +119,10 @@ pub(crate) struct Request {
     pub(crate) enqueue: bool,
     /// How long a queued place lives without being refreshed by another attempt.
     pub(crate) queue_ttl_ms: u64,
+    /// Renewed by the watchdog (not a `ttl` hold): stores with a per-client lease (etcd's
+    /// session) may put it under that.
+    #[cfg_attr(not(any(feature = "etcd", feature = "etcd-http")), allow(dead_code))]
+    pub(crate) watchdog: bool,
 }
 
 /// The answer to an attempt.

@@ -128,7 +128,7 @@ mod tests {
     use super::*;
 
     fn req(holder: &str, mode: Mode) -> Request {
-        Request { holder: holder.into(), mode, lease_ms: 1000, enqueue: true, queue_ttl_ms: 500 }
+        Request { holder: holder.into(), mode, lease_ms: 1000, enqueue: true, queue_ttl_ms: 500, watchdog: true }
     }
     fn granted(a: Attempt) -> u64 {
         match a {

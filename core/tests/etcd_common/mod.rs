@@ -216,11 +216,17 @@ pub async fn handoff_is_prompt(url: &str) {
     assert!(at.duration_since(released) < WAKE, "hand-off took {:?}", at.duration_since(released));
 }
 
+/// `Client::counters`' `name`.
+fn counter(c: &Client, name: &str) -> u64 {
+    c.counters().iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)
+}
+
 /// 200 waiters on one name, queued one after another, are granted in that order, each
-/// release handing the lock to the next one only (each waiter watches its predecessor).
-/// gRPC only (`etcd.rs`, `etcd_cluster.rs`): over the JSON gateway, 200 concurrent watch
-/// streams slow every call so much that queue leases (5 s) lapse and waiters lose their
-/// places — a known gap of `etcd+http://`, listed in docs/etcd-layout.md.
+/// release waking the next waiter only. The client counts the waits that their
+/// predecessor's deletion ended (`lock_waits_woken`, each of them a watch event): between
+/// two grants it grows by one, or by none when the next waiter's periodic re-check (the
+/// engine's 1 s one) read the lock free just before the event came; never by more (a
+/// herd would wake every waiter on each release).
 pub async fn many_waiters_in_order(url: &str) {
     const N: usize = 200;
     let c = Client::connect(url).await.unwrap();
@@ -231,18 +237,24 @@ pub async fn many_waiters_in_order(url: &str) {
     for i in 0..N {
         let (c2, n, order) = (c.clone(), name.clone(), order.clone());
         tasks.push(tokio::spawn(async move {
-            let g = c2.lock(&n).acquire().await.unwrap();
-            order.lock().unwrap().push((i, g.token()));
+            // Queue places that outlive a slow round of refreshes: 200 waiters' re-checks
+            // over the JSON gateway on a loaded machine took longer than the default 5 s.
+            let opts = LockOptions::new().queue_ttl(Duration::from_secs(30));
+            let g = c2.lock_with(&n, opts).acquire().await.unwrap();
+            let woken = counter(&c2, "lock_waits_woken");
+            order.lock().unwrap().push((i, g.token(), woken));
             g.release().await.unwrap();
         }));
         // Queued before the next one asks (bounded: one waiter's key is a few round trips).
-        bounded("waiter queued", Duration::from_secs(10), async {
+        bounded("waiter queued", Duration::from_secs(30), async {
             while c.inspect(&name).await.unwrap().waiters.len() < i + 1 {
-                tokio::time::sleep(Duration::from_millis(2)).await;
+                // Not faster: 200 rounds of this read load the JSON gateway.
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
         })
         .await;
     }
+    let (woken0, events0) = (counter(&c, "lock_waits_woken"), counter(&c, "lock_wake_watch_events"));
     let t0 = Instant::now();
     g.release().await.unwrap();
     // Bound: 200 hand-offs of a few round trips each; generous for a loaded 2-core machine.
@@ -254,8 +266,22 @@ pub async fn many_waiters_in_order(url: &str) {
     .await;
     eprintln!("200 hand-offs on {url}: {:?}", t0.elapsed());
     let order = order.lock().unwrap();
-    assert_eq!(order.iter().map(|(i, _)| *i).collect::<Vec<_>>(), (0..N).collect::<Vec<_>>(), "not in request order");
+    assert_eq!(
+        order.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(),
+        (0..N).collect::<Vec<_>>(),
+        "not in request order"
+    );
     assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "tokens not increasing in grant order");
+    let woken: Vec<u64> = std::iter::once(woken0).chain(order.iter().map(|(_, _, w)| *w)).collect();
+    let per_release: Vec<u64> = woken.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(per_release.iter().all(|d| *d <= 1), "more than one waiter woken by a release: {per_release:?}");
+    let by_recheck = per_release.iter().filter(|d| **d == 0).count();
+    eprintln!("{by_recheck} of {N} waiters found the lock free on a re-check before their watch event");
+    // Bound: re-checks take a few ms once a second, so most grants follow their event; a
+    // loaded machine widens the window (the JSON gateway saw 10 of 200).
+    assert!(by_recheck < N / 4, "{by_recheck} of {N} grants without a watch event: {per_release:?}");
+    let events = counter(&c, "lock_wake_watch_events") - events0;
+    assert_eq!(events, woken[N] - woken0, "wakes not seen as watch events");
 }
 
 /// Expands into the etcd checks for the URL `$url()` returns.

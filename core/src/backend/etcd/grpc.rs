@@ -1,18 +1,20 @@
 //! `etcd://`: etcd's gRPC API through the `etcd-client` crate (one HTTP/2 channel
 //! balanced over every endpoint given; user/password auth).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{
-    Client, Compare as ECompare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, SortOrder, SortTarget,
-    Txn as ETxn, TxnOp as ETxnOp, TxnOpResponse, WatchOptions,
+    Client, Compare as ECompare, CompareOp, ConnectOptions, EventType, GetOptions, LockOptions, PutOptions, SortOrder,
+    SortTarget, Txn as ETxn, TxnOp as ETxnOp, TxnOpResponse, WatchOptions,
 };
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use super::proto::{Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream};
+use super::proto::{
+    Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream, each_endpoint,
+};
 use crate::error::{Error, Result};
 
 /// The gRPC transport: one client per endpoint, connected on first use; a call that
@@ -71,6 +73,10 @@ impl Grpc {
             // gRPC codes 14 Unavailable (no leader, member stopping, refused), 4
             // DeadlineExceeded, 1 Cancelled: the store could not answer, not a refusal.
             etcd_client::Error::GRpcStatus(s) if matches!(i32::from(s.code()), 1 | 4 | 14) => Error::connection(msg),
+            // tonic reports a connection reset mid-call (a member killed) as Unknown.
+            etcd_client::Error::GRpcStatus(s) if i32::from(s.code()) == 2 && s.message() == "transport error" => {
+                Error::connection(msg)
+            }
             _ => Error::backend(msg),
         }
     }
@@ -96,33 +102,20 @@ impl Grpc {
         F: Fn(Client) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let n = self.endpoints.len();
-        let start = self.current.load(Ordering::Relaxed);
-        let mut last = None;
-        for i in 0..n {
-            let idx = (start + i) % n;
-            let out = match self.client(idx).await {
-                Err(e) => Err(e),
-                Ok(c) => match tokio::time::timeout(self.timeout, f(c)).await {
+        each_endpoint(&self.current, self.endpoints.len(), &self.store, |idx| {
+            let f = &f;
+            async move {
+                let c = self.client(idx).await?;
+                match tokio::time::timeout(self.timeout, f(c)).await {
                     Ok(r) => r.map_err(|e| self.err(e)),
                     Err(_) => Err(Error::connection(format!(
                         "{}: request to {} timed out after {:?}",
                         self.store, self.endpoints[idx], self.timeout
                     ))),
-                },
-            };
-            match out {
-                Ok(v) => {
-                    if i > 0 {
-                        self.current.store(idx, Ordering::Relaxed);
-                    }
-                    return Ok(v);
                 }
-                Err(e) if e.kind() == crate::ErrorKind::Connection => last = Some(e),
-                Err(e) => return Err(e),
             }
-        }
-        Err(last.unwrap_or_else(|| Error::connection(format!("{}: no endpoint", self.store))))
+        })
+        .await
     }
 }
 
@@ -182,9 +175,15 @@ impl Transport for Grpc {
         let compare: Vec<ECompare> = t
             .compare
             .iter()
-            .map(|c| match c.target {
-                Target::Create => ECompare::create_revision(c.key.clone(), CompareOp::Equal, c.value),
-                Target::Mod => ECompare::mod_revision(c.key.clone(), CompareOp::Equal, c.value),
+            .map(|c| {
+                let cmp = match c.target {
+                    Target::Create => ECompare::create_revision(c.key.clone(), CompareOp::Equal, c.value),
+                    Target::Mod => ECompare::mod_revision(c.key.clone(), CompareOp::Equal, c.value),
+                };
+                match &c.range_end {
+                    Some(end) => cmp.with_range(end.clone()),
+                    None => cmp,
+                }
             })
             .collect();
         let txn = ETxn::new()
@@ -233,6 +232,26 @@ impl Transport for Grpc {
             Err(e) if e.message().contains("lease not found") => Ok(()),
             r => r.map(drop),
         }
+    }
+
+    async fn lock(&self, name: &[u8], lease: i64, wait: Duration) -> Result<Option<Vec<u8>>> {
+        let call = self.call(|mut c| {
+            let name = name.to_vec();
+            async move { c.lock(name, Some(LockOptions::new().with_lease(lease))).await }
+        });
+        match tokio::time::timeout(wait, call).await {
+            Err(_) => Ok(None),
+            Ok(r) => Ok(Some(r?.key().to_vec())),
+        }
+    }
+
+    async fn unlock(&self, key: &[u8]) -> Result<()> {
+        self.call(|mut c| {
+            let key = key.to_vec();
+            async move { c.unlock(key).await }
+        })
+        .await
+        .map(drop)
     }
 
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {

@@ -14,7 +14,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Value as Json, json};
 use tokio::time::Instant;
 
-use super::proto::{Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream};
+use super::proto::{
+    Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream, each_endpoint,
+};
 use crate::error::{Error, Result};
 
 /// The JSON-gateway transport.
@@ -166,6 +168,13 @@ struct JWatchLine {
     error: Option<Json>,
 }
 
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JLock {
+    #[serde(deserialize_with = "de_b64")]
+    key: Vec<u8>,
+}
+
 /// An error the gateway answered with: `{"error": "...", "code": N}`.
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -206,13 +215,19 @@ fn txn_json(t: &Txn) -> Json {
     let compare: Vec<Json> = t
         .compare
         .iter()
-        .map(|c| match c.target {
-            Target::Create => json!({
-                "key": b64(&c.key), "target": "CREATE", "result": "EQUAL", "create_revision": c.value.to_string()
-            }),
-            Target::Mod => json!({
-                "key": b64(&c.key), "target": "MOD", "result": "EQUAL", "mod_revision": c.value.to_string()
-            }),
+        .map(|c| {
+            let mut j = match c.target {
+                Target::Create => json!({
+                    "key": b64(&c.key), "target": "CREATE", "result": "EQUAL", "create_revision": c.value.to_string()
+                }),
+                Target::Mod => json!({
+                    "key": b64(&c.key), "target": "MOD", "result": "EQUAL", "mod_revision": c.value.to_string()
+                }),
+            };
+            if let Some(end) = &c.range_end {
+                j["range_end"] = json!(b64(end));
+            }
+            j
         })
         .collect();
     json!({
@@ -279,23 +294,8 @@ impl Http {
     }
 
     async fn post_once<T: DeserializeOwned + Default>(&self, path: &str, body: &Json, with_token: bool) -> Result<T> {
-        let n = self.endpoints.len();
-        let start = self.current.load(Ordering::Relaxed);
-        let mut last = None;
-        for i in 0..n {
-            let idx = (start + i) % n;
-            match self.post_to(idx, path, body, with_token).await {
-                Ok(v) => {
-                    if i > 0 {
-                        self.current.store(idx, Ordering::Relaxed);
-                    }
-                    return Ok(v);
-                }
-                Err(e) if e.kind() == crate::ErrorKind::Connection => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| Error::connection(format!("{}: no endpoint", self.store))))
+        each_endpoint(&self.current, self.endpoints.len(), &self.store, |idx| self.post_to(idx, path, body, with_token))
+            .await
     }
 
     fn request(&self, idx: usize, path: &str, body: &Json, with_token: bool) -> reqwest::RequestBuilder {
@@ -388,6 +388,18 @@ impl Transport for Http {
             Err(e) if e.message().contains("lease not found") => Ok(()),
             r => r.map(drop),
         }
+    }
+
+    async fn lock(&self, name: &[u8], lease: i64, wait: Duration) -> Result<Option<Vec<u8>>> {
+        let body = json!({ "name": b64(name), "lease": lease.to_string() });
+        match tokio::time::timeout(wait, self.post::<JLock>("/v3/lock/lock", &body)).await {
+            Err(_) => Ok(None),
+            Ok(r) => Ok(Some(r?.key)),
+        }
+    }
+
+    async fn unlock(&self, key: &[u8]) -> Result<()> {
+        self.post::<Json>("/v3/lock/unlock", &json!({ "key": b64(key) })).await.map(drop)
     }
 
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {

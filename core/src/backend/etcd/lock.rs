@@ -13,12 +13,14 @@
 //! in `baton/lock/NAME` on grant by promotion and on release, for `inspect`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp};
+use super::session::{Session, Sessions};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Released, Request};
 
@@ -142,6 +144,23 @@ pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &LockKeys, r
         // reading again now.
         return Ok(Attempt::Busy { retry_ms: None });
     }
+    if req.watchdog && req.enqueue {
+        // Hand-off: this waiter's predecessor, the head, went; it is the head now.
+        if let Some(kv) = local.hinted_own(&keys.prefix, &req.holder) {
+            let e = Entry { value: serde_json::from_slice::<Value>(&kv.value).ok(), kv };
+            if let Some(v) = e.value.clone().filter(|v| v.count == 0 && v.holder == req.holder)
+                && let Some(a) = promote(t, local, keys, req, &e, v, &mut spare).await?
+            {
+                return Ok(a);
+            }
+        }
+    }
+    if req.watchdog && !local.busy_lately(&keys.prefix) && !local.knows(&keys.prefix, &req.holder) {
+        // Most likely uncontended: one txn under the session lease.
+        if let Some(a) = session_create(t, local, keys, req).await? {
+            return Ok(a);
+        }
+    }
     if req.enqueue && local.busy_lately(&keys.prefix) && !local.knows(&keys.prefix, &req.holder) {
         // Another contender of this process read the queue busy a moment ago: queue up
         // at once (the txn's own read of the queue says where this waiter stands).
@@ -193,6 +212,44 @@ async fn step(
         }
         create(t, local, keys, req, es.is_empty(), spare).await
     }
+}
+
+/// Creates the holder's key as `NAME/<session lease hex>` under the session lease, in
+/// one txn guarded on `NAME/` being empty: granted. `None` when it was not empty (someone
+/// holds or waits, or another holder of this client has the session key): the caller
+/// reads and queues up the usual way, under a queue lease.
+async fn session_create(t: &dyn Transport, local: &Local, keys: &LockKeys, req: &Request) -> Result<Option<Attempt>> {
+    let ttl = secs(req.lease_ms);
+    let s = local.sessions.get(ttl).await?;
+    let key = keys.entry_key(s.lease);
+    let value = Value { holder: req.holder.clone(), count: 1, ttl };
+    let txn = Txn {
+        compare: vec![Compare::none_under(&keys.prefix)],
+        success: vec![TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(s.lease) }],
+        failure: vec![],
+    };
+    let resp = match t.txn(txn).await {
+        Ok(r) => r,
+        Err(e) => return lease_gone(&s, e),
+    };
+    local.busy(&keys.prefix, !resp.succeeded);
+    if !resp.succeeded {
+        return Ok(None);
+    }
+    let mine = resp.revision;
+    let kv = Kv { key, value: encode(&value), create_revision: mine, mod_revision: mine, lease: s.lease };
+    local.hold(&keys.prefix, &req.holder, kv);
+    Ok(Some(Attempt::Granted { token: u64::try_from(mine).unwrap_or(0), count: 1, fresh: true }))
+}
+
+/// A txn under a session lease failed: when etcd no longer knows the lease (the process
+/// was paused past it), the session is given up and the caller tries again without it.
+fn lease_gone<T>(s: &Session, e: Error) -> Result<Option<T>> {
+    if e.message().contains("lease not found") {
+        s.give_up();
+        return Ok(None);
+    }
+    Err(e)
 }
 
 /// An attempt by a holder that already has a key; `None`: raced, read again.
@@ -261,13 +318,19 @@ async fn promote(
 ) -> Result<Option<Attempt>> {
     let ttl = secs(req.lease_ms);
     let token = e.kv.create_revision;
-    let lease = match (v.ttl == ttl, spare.take()) {
-        (true, l) => {
+    // A watchdog hold moves to the session lease (no grant on the hand-off).
+    let session = if req.watchdog { Some(local.sessions.get(ttl).await?) } else { None };
+    let lease = match (&session, v.ttl == ttl, spare.take()) {
+        (Some(s), _, l) => {
+            *spare = l;
+            (e.kv.lease != s.lease).then_some(s.lease)
+        }
+        (None, true, l) => {
             *spare = l;
             None
         }
-        (false, Some(l)) => Some(l),
-        (false, None) => Some(t.lease_grant(ttl).await?),
+        (None, false, Some(l)) => Some(l),
+        (None, false, None) => Some(t.lease_grant(ttl).await?),
     };
     let value = Value { count: 1, ttl, ..v };
     let txn = Txn {
@@ -278,15 +341,24 @@ async fn promote(
         ],
         failure: vec![],
     };
-    let resp = t.txn(txn).await?;
+    let resp = match (t.txn(txn).await, &session) {
+        (Ok(r), _) => r,
+        (Err(e), Some(s)) => return lease_gone(s, e),
+        (Err(e), None) => return Err(e),
+    };
     if !resp.succeeded {
         // The waiter's lease ended meanwhile: read again (a new key follows).
-        *spare = lease;
+        if session.is_none() {
+            *spare = lease;
+        }
         return Ok(None);
     }
     // The queue lease has no key left and runs out on its own (≤ the queue ttl): not
     // revoking it keeps the hand-off at one write.
     local.forget(&keys.prefix, &req.holder, e.kv.lease);
+    // A grant that came through the queue: this name is contended, so this holder's next
+    // acquire reads first instead of trying the uncontended txn (a write that would fail).
+    local.busy(&keys.prefix, true);
     let kv =
         Kv { value: encode(&value), mod_revision: resp.revision, lease: lease.unwrap_or(e.kv.lease), ..e.kv.clone() };
     local.hold(&keys.prefix, &req.holder, kv);
@@ -402,6 +474,12 @@ pub(crate) async fn renew(
 ) -> Result<bool> {
     let ttl = secs(lease_ms);
     if let Some(kv) = local.known_hold(&keys.prefix, holder)
+        && let Some(s) = local.sessions.find(kv.lease)
+    {
+        // Under the session lease: alive while the session is (one keep-alive for all).
+        return s.refresh(t).await;
+    }
+    if let Some(kv) = local.known_hold(&keys.prefix, holder)
         && serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| v.ttl == ttl)
     {
         // The grant this process made: its lease is the hold.
@@ -430,7 +508,10 @@ pub(crate) async fn renew(
         let kv = Kv { value: encode(&Value { ttl, ..v }), mod_revision: resp.revision, lease, ..e.kv.clone() };
         local.hold(&keys.prefix, holder, kv);
     }
-    t.lease_revoke(if resp.succeeded { e.kv.lease } else { lease }).await?;
+    let old = if resp.succeeded { e.kv.lease } else { lease };
+    if !local.sessions.owns(old) {
+        t.lease_revoke(old).await?;
+    }
     Ok(resp.succeeded)
 }
 
@@ -493,11 +574,12 @@ pub(crate) async fn leave_queue(t: &dyn Transport, local: &Local, keys: &LockKey
     Ok(())
 }
 
-/// The queue leases this process created, by lock and holder, with when each was last
-/// refreshed.
-#[derive(Debug, Default)]
+/// What this client knows of its own keys: the queue leases it created, by lock and
+/// holder, with when each was last refreshed; its grants; its session leases.
+#[derive(Debug)]
 #[allow(clippy::type_complexity)]
 pub(crate) struct Local {
+    pub(crate) sessions: Sessions,
     waiting: Mutex<HashMap<(Vec<u8>, String), Vec<(i64, Instant)>>>,
     /// The keys of the grants this process made, as last written.
     held: Mutex<HashMap<(Vec<u8>, String), Kv>>,
@@ -505,11 +587,31 @@ pub(crate) struct Local {
     hints: Mutex<std::collections::HashSet<(Vec<u8>, String)>>,
     /// Each waiter's predecessor as its last attempt read it.
     seen: Mutex<HashMap<(Vec<u8>, String), (Vec<u8>, i64, bool)>>,
+    /// Each waiter's own key as its last attempt read it.
+    mine: Mutex<HashMap<(Vec<u8>, String), Kv>>,
     /// When a read last found each queue busy.
     busy: Mutex<HashMap<Vec<u8>, Instant>>,
+    /// Waits ended by their predecessor's deletion, and how many of those by a watch
+    /// event (the rest found it gone on their first read): tests count them.
+    pub(crate) wakes: AtomicU64,
+    pub(crate) wake_events: AtomicU64,
 }
 
 impl Local {
+    pub(crate) fn new(t: Arc<dyn Transport>) -> Local {
+        Local {
+            sessions: Sessions::new(t),
+            waiting: Mutex::default(),
+            held: Mutex::default(),
+            hints: Mutex::default(),
+            seen: Mutex::default(),
+            mine: Mutex::default(),
+            busy: Mutex::default(),
+            wakes: AtomicU64::new(0),
+            wake_events: AtomicU64::new(0),
+        }
+    }
+
     fn hold(&self, prefix: &[u8], holder: &str, kv: Kv) {
         self.held.lock().unwrap_or_else(|p| p.into_inner()).insert((prefix.to_vec(), holder.to_owned()), kv);
     }
@@ -524,12 +626,17 @@ impl Local {
 
     /// Notes where `holder` stood in the queue `es` read at `revision`, for its next wait.
     fn saw(&self, keys: &LockKeys, holder: &str, es: &[Entry], revision: i64) {
-        let pred = match es.iter().position(|e| e.is(holder)) {
-            Some(i) if i > 0 => Some((es[i - 1].kv.key.clone(), revision, i == 1)),
-            _ => None,
-        };
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let at = es.iter().position(|e| e.is(holder)).filter(|i| *i > 0);
+        let pred = at.map(|i| (es[i - 1].kv.key.clone(), revision, i == 1));
         let k = (keys.prefix.clone(), holder.to_owned());
+        {
+            let mut mine = self.mine.lock().unwrap_or_else(|p| p.into_inner());
+            match at {
+                Some(i) => mine.insert(k.clone(), es[i].kv.clone()),
+                None => mine.remove(&k),
+            };
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         match pred {
             Some(p) => seen.insert(k, p),
             None => seen.remove(&k),
@@ -576,6 +683,20 @@ impl Local {
     /// Notes that `holder`'s predecessor was the holder and went.
     pub(crate) fn hint(&self, prefix: &[u8], holder: &str) {
         self.hints.lock().unwrap_or_else(|p| p.into_inner()).insert((prefix.to_vec(), holder.to_owned()));
+    }
+
+    /// The waiter's own key, when its predecessor was the head and went: it is the head
+    /// now (keys only ever join at the back), so no read is needed to grant it. Takes
+    /// the hint only then.
+    fn hinted_own(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
+        let k = (prefix.to_vec(), holder.to_owned());
+        let mut hints = self.hints.lock().unwrap_or_else(|p| p.into_inner());
+        if !hints.contains(&k) {
+            return None;
+        }
+        let kv = self.mine.lock().unwrap_or_else(|p| p.into_inner()).remove(&k)?;
+        hints.remove(&k);
+        Some(kv)
     }
 
     fn take_hint(&self, prefix: &[u8], holder: &str) -> bool {

@@ -14,7 +14,9 @@
 
 mod lock;
 mod proto;
+mod session;
 mod txnlock;
+mod v3lock;
 
 #[cfg(feature = "etcd")]
 mod grpc;
@@ -52,8 +54,10 @@ const STATE_RACES: u32 = 64;
 /// The etcd store of one client.
 pub(crate) struct Etcd {
     t: Arc<dyn Transport>,
-    /// `?scheme=txn`: locks are the seeds' bare-key try-lock instead of the queue.
-    txn_scheme: bool,
+    /// How locks are taken (`?scheme=`).
+    scheme: Scheme,
+    /// `?scheme=v3lock`: the holds this process took through the lock service.
+    v3: v3lock::Holds,
     local: Arc<lock::Local>,
     state: EtcdState,
     steps: Steps,
@@ -167,13 +171,14 @@ impl Etcd {
         if !url.path().is_empty() && url.path() != "/" {
             return Err(Error::invalid_url(format!("etcd URLs take no path: {url}")));
         }
-        let txn_scheme = match url.option("scheme") {
-            None | Some("queue") => false,
-            Some("txn") => true,
+        let scheme = match url.option("scheme") {
+            None | Some("queue") => Scheme::Queue,
+            Some("txn") => Scheme::Txn,
+            Some("v3lock") => Scheme::V3Lock,
             Some(other) => {
                 return Err(Error::invalid_argument(format!(
                     "option `scheme` of {url}: `{other}` is not an etcd lock scheme (queue: etcd's concurrency.Mutex, \
-                     the default; txn: the bare-key try-lock)"
+                     the default; txn: the bare-key try-lock; v3lock: etcd's lock service)"
                 )));
             }
         };
@@ -195,11 +200,12 @@ impl Etcd {
         };
         let steps = Steps { store: parse_endpoints(url)?.join(",") };
         Ok(Etcd {
+            local: Arc::new(lock::Local::new(t.clone())),
             state: EtcdState { t: t.clone(), steps: steps.clone() },
             t,
-            txn_scheme,
+            scheme,
+            v3: v3lock::Holds::default(),
             steps,
-            local: Arc::default(),
         })
     }
 
@@ -215,40 +221,27 @@ impl Etcd {
             })
             .into_iter()
             .collect();
-        let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
-        Ok(Inspection {
-            name: key.name.clone(),
-            kind: key.family.as_str(),
-            holders,
-            waiters: Vec::new(),
-            last_token: (last > 0).then_some(FencingToken::new(last)),
-            count: 0,
-        })
+        Ok(lock_inspection(key, holders, Vec::new(), fence))
     }
 
     async fn lock_inspect(&self, key: &Key) -> Result<Inspection> {
         let (es, fence) = lock::read(&*self.t, &LockKeys::new(&key.name)).await?;
         let head = es.first().filter(|e| !e.waiting());
+        // The lock service writes no holder: this process's own holds are known here.
+        let own = |e: &lock::Entry| self.v3.describe(&e.kv.key);
         let holders: Vec<Holder> = head
             .map(|e| Holder {
-                owner: e.owner(),
+                owner: own(e).map_or_else(|| e.owner(), |(h, _)| h),
                 mode: "exclusive",
-                count: e.count(),
+                count: own(e).map_or_else(|| e.count(), |(_, n)| n),
                 token: FencingToken::new(u64::try_from(e.kv.create_revision).unwrap_or(0)),
                 // etcd reports whole seconds: the engine's own deadline is more precise.
                 lease_left: None,
             })
             .into_iter()
             .collect();
-        let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
-        Ok(Inspection {
-            name: key.name.clone(),
-            kind: key.family.as_str(),
-            waiters: es.iter().skip(holders.len()).map(|e| e.owner()).collect(),
-            holders,
-            last_token: (last > 0).then_some(FencingToken::new(last)),
-            count: 0,
-        })
+        let waiters = es.iter().skip(holders.len()).map(|e| e.owner()).collect();
+        Ok(lock_inspection(key, holders, waiters, fence))
     }
 }
 
@@ -256,7 +249,9 @@ impl Etcd {
 impl Backend for Etcd {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
         match key.family {
-            Family::Lock if self.txn_scheme => {
+            Family::Lock if self.scheme == Scheme::V3Lock => v3lock::acquire(&*self.t, &self.v3, &key.name, req).await,
+            _ if self.scheme == Scheme::V3Lock => Err(v3lock_only(key)),
+            Family::Lock if self.scheme == Scheme::Txn => {
                 let keys = TxnKeys::new(&key.name);
                 let _one = self.steps.lock(&keys.own(&req.holder)).await;
                 txnlock::acquire(&*self.t, &keys, req).await
@@ -272,7 +267,11 @@ impl Backend for Etcd {
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
         match key.family {
-            Family::Lock if self.txn_scheme => {
+            _ if self.scheme == Scheme::V3Lock => {
+                let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+                v3lock::renew(&*self.t, &self.v3, &key.name, holder, ms).await
+            }
+            Family::Lock if self.scheme == Scheme::Txn => {
                 let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
                 let keys = TxnKeys::new(&key.name);
                 let _one = self.steps.lock(&keys.own(holder)).await;
@@ -297,7 +296,11 @@ impl Backend for Etcd {
 
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
         match key.family {
-            Family::Lock if self.txn_scheme => {
+            _ if self.scheme == Scheme::V3Lock => {
+                let fence = LockKeys::new(&key.name).fence;
+                v3lock::release(&*self.t, &self.v3, &key.name, &fence, holder, count).await
+            }
+            Family::Lock if self.scheme == Scheme::Txn => {
                 txnlock::release(&*self.t, &TxnKeys::new(&key.name), holder, count).await
             }
             Family::Lock => {
@@ -311,8 +314,8 @@ impl Backend for Etcd {
 
     async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
         match key.family {
-            // No queue places in the txn scheme.
-            Family::Lock if self.txn_scheme => Ok(()),
+            // No queue places in the txn and v3lock schemes.
+            Family::Lock if self.scheme != Scheme::Queue => Ok(()),
             // Not one step at a time: it only revokes the waiter's own leases.
             Family::Lock => {
                 let keys = LockKeys::new(&key.name);
@@ -324,13 +327,14 @@ impl Backend for Etcd {
     }
 
     fn queues_locks(&self) -> bool {
-        !self.txn_scheme
+        self.scheme == Scheme::Queue
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         match key.family {
-            Family::Lock if self.txn_scheme => {
-                Ok(Box::new(KeySub::start(self.t.clone(), &TxnKeys::new(&key.name).key).await?))
+            _ if self.scheme == Scheme::V3Lock && key.family != Family::Lock => Err(v3lock_only(key)),
+            Family::Lock if self.scheme == Scheme::Txn => {
+                Ok(Box::new(KeySub::start(self.t.clone(), &TxnKeys::new(&key.name).key, true).await?))
             }
             Family::Lock => Ok(Box::new(LockSub {
                 t: self.t.clone(),
@@ -345,7 +349,7 @@ impl Backend for Etcd {
 
     async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
         match key.family {
-            Family::Lock if self.txn_scheme => Backend::subscribe(self, key).await,
+            Family::Lock if self.scheme != Scheme::Queue => Backend::subscribe(self, key).await,
             Family::Lock => Ok(Box::new(LockSub {
                 t: self.t.clone(),
                 keys: LockKeys::new(&key.name),
@@ -359,27 +363,97 @@ impl Backend for Etcd {
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
         match key.family {
-            Family::Lock if self.txn_scheme => self.txn_inspect(key).await,
+            _ if self.scheme == Scheme::V3Lock && key.family != Family::Lock => Err(v3lock_only(key)),
+            Family::Lock if self.scheme == Scheme::Txn => self.txn_inspect(key).await,
             Family::Lock => self.lock_inspect(key).await,
             _ => Backend::inspect(&self.state, key).await,
         }
     }
 
     async fn latch_try_set(&self, key: &Key, count: u64) -> Result<bool> {
+        if self.scheme == Scheme::V3Lock {
+            return Err(v3lock_only(key));
+        }
         Backend::latch_try_set(&self.state, key, count).await
     }
 
     async fn latch_count_down(&self, key: &Key) -> Result<u64> {
+        if self.scheme == Scheme::V3Lock {
+            return Err(v3lock_only(key));
+        }
         Backend::latch_count_down(&self.state, key).await
     }
 
     async fn latch_count(&self, key: &Key) -> Result<u64> {
+        if self.scheme == Scheme::V3Lock {
+            return Err(v3lock_only(key));
+        }
         Backend::latch_count(&self.state, key).await
     }
 
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        vec![
+            ("lock_waits_woken", self.local.wakes.load(Relaxed)),
+            ("lock_wake_watch_events", self.local.wake_events.load(Relaxed)),
+        ]
+    }
+
+    /// One txn as an uncontended grant writes it (create-if-absent under the session
+    /// lease), then one delete, with the client's transport and session.
+    async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
+        let s = self.local.sessions.get(lock::secs(30_000)).await?;
+        let key = format!("{name}/yardstick").into_bytes();
+        let t0 = Instant::now();
+        let txn = Txn {
+            compare: vec![Compare::create(&key, 0)],
+            success: vec![TxnOp::Put { key: key.clone(), value: Vec::new(), lease: Some(s.lease) }],
+            failure: vec![],
+        };
+        self.t.txn(txn).await?;
+        let txn_took = t0.elapsed();
+        let t1 = Instant::now();
+        let del = Txn { compare: vec![], success: vec![TxnOp::Delete { key }], failure: vec![] };
+        self.t.txn(del).await?;
+        Ok(vec![("txn", txn_took), ("delete", t1.elapsed())])
+    }
+
     async fn close(&self) {
+        self.local.sessions.close().await;
         self.t.close().await;
     }
+}
+
+/// A lock's inspection: its last token is the larger of the holder's and the recorded one.
+fn lock_inspection(key: &Key, holders: Vec<Holder>, waiters: Vec<String>, fence: u64) -> Inspection {
+    let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
+    Inspection {
+        name: key.name.clone(),
+        kind: key.family.as_str(),
+        holders,
+        waiters,
+        last_token: (last > 0).then_some(FencingToken::new(last)),
+        count: 0,
+    }
+}
+
+/// How an etcd store takes locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    /// etcd's `concurrency.Mutex` queue (the default).
+    Queue,
+    /// The seeds' bare-key try-lock.
+    Txn,
+    /// etcd's lock service (`v3lockpb`).
+    V3Lock,
+}
+
+fn v3lock_only(key: &Key) -> Error {
+    Error::unsupported(format!(
+        "{} `{}`: etcd's lock service (`?scheme=v3lock`) has locks only; use the default scheme for other kinds",
+        key.family.as_str(),
+        key.name
+    ))
 }
 
 /// Sleeps a little after a failed watch (the engine re-checks on return anyway).
@@ -401,6 +475,19 @@ struct LockSub {
 }
 
 impl LockSub {
+    /// The predecessor went (seen on the watch, or gone at the first read): counted, and
+    /// when it was the head, this waiter is the head now.
+    fn woken(&self, head: bool, by_event: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.local.wakes.fetch_add(1, Relaxed);
+        if by_event {
+            self.local.wake_events.fetch_add(1, Relaxed);
+        }
+        if let (true, Some(h)) = (head, &self.holder) {
+            self.local.hint(&self.keys.prefix, h);
+        }
+    }
+
     async fn wait(&mut self, until: Instant) -> Result<()> {
         let mut head = false;
         let (range, after) = match &self.holder {
@@ -443,9 +530,7 @@ impl LockSub {
                 };
                 let _ = after;
                 if gone {
-                    if let (true, Some(h)) = (head, &self.holder) {
-                        self.local.hint(&self.keys.prefix, h);
-                    }
+                    self.woken(head, false);
                     return Ok(());
                 }
                 w
@@ -461,9 +546,7 @@ impl LockSub {
                     return Ok(());
                 }
                 Some(evs) if evs.iter().any(|e| e.delete) => {
-                    if let (true, Some(h)) = (head, &self.holder) {
-                        self.local.hint(&self.keys.prefix, h);
-                    }
+                    self.woken(head, true);
                     return Ok(());
                 }
                 Some(_) => {}
@@ -482,19 +565,24 @@ impl Subscription for LockSub {
     }
 }
 
-/// Watches one key (`?scheme=txn`: the lock key) from the revision read at subscribe
-/// time; any deletion wakes.
+/// Watches one key, one watch kept across waits: `?scheme=txn`'s lock key (a deletion
+/// wakes) and a state kind's wake key (any write wakes).
 struct KeySub {
     t: Arc<dyn Transport>,
     key: Vec<u8>,
+    /// Only a deletion wakes.
+    deletes: bool,
+    /// `None` after a failure: the next wait opens another (and returns at once, so that
+    /// the engine reads again).
     stream: Option<Box<dyn WatchStream>>,
 }
 
 impl KeySub {
-    /// Opened (and confirmed) before the engine's next attempt, from now (see `StateSub`).
-    async fn start(t: Arc<dyn Transport>, key: &[u8]) -> Result<KeySub> {
+    /// Opened (and confirmed) before the engine's next attempt, from now: that attempt
+    /// reads, and every later change is on the watch.
+    async fn start(t: Arc<dyn Transport>, key: &[u8], deletes: bool) -> Result<KeySub> {
         let stream = t.watch(Range::key(key), None).await?;
-        Ok(KeySub { t, key: key.to_vec(), stream: Some(stream) })
+        Ok(KeySub { t, key: key.to_vec(), deletes, stream: Some(stream) })
     }
 }
 
@@ -511,12 +599,8 @@ impl Subscription for KeySub {
         // Bounded by `until`: one batch of events per turn.
         loop {
             match stream.next(until).await {
-                Ok(Some(evs)) => {
-                    if evs.iter().any(|e| e.delete) {
-                        return Ok(());
-                    }
-                }
-                Ok(None) => return Ok(()),
+                Ok(Some(evs)) if self.deletes && !evs.iter().any(|e| e.delete) => {}
+                Ok(_) => return Ok(()),
                 Err(_) => {
                     self.stream = None;
                     pause(until).await;
@@ -592,9 +676,7 @@ impl StateStore for EtcdState {
     /// Opened (and confirmed) before the engine's next attempt, from now: that attempt
     /// reads the state, and every later change is on the watch.
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-        let wake = wake_key(key);
-        let stream = self.t.watch(Range::key(&wake), None).await?;
-        Ok(Box::new(StateSub { t: self.t.clone(), wake, stream: Some(stream) }))
+        Ok(Box::new(KeySub::start(self.t.clone(), &wake_key(key), false).await?))
     }
 
     async fn close(&self) {}
@@ -644,33 +726,6 @@ async fn load(t: &dyn Transport, key: &Key) -> Result<(KeyState, i64)> {
                 .map_err(|e| Error::backend(format!("etcd: the state of {key} is not baton's: {e}")))?;
             Ok((s, kv.mod_revision))
         }
-    }
-}
-
-/// Watches a name's wake key; one watch kept across waits.
-struct StateSub {
-    t: Arc<dyn Transport>,
-    wake: Vec<u8>,
-    /// `None` after a failure: the next wait opens another (and returns at once, so that
-    /// the engine reads the state again).
-    stream: Option<Box<dyn WatchStream>>,
-}
-
-#[async_trait]
-impl Subscription for StateSub {
-    async fn changed(&mut self, until: Instant) -> Result<()> {
-        let Some(stream) = self.stream.as_mut() else {
-            match self.t.watch(Range::key(&self.wake), None).await {
-                Ok(s) => self.stream = Some(s),
-                Err(_) => pause(until).await,
-            }
-            return Ok(());
-        };
-        if stream.next(until).await.is_err() {
-            self.stream = None;
-            pause(until).await;
-        }
-        Ok(())
     }
 }
 

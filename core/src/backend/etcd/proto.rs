@@ -68,20 +68,26 @@ pub(crate) enum Target {
     Mod,
 }
 
-/// One txn guard: `target(key) == value` (a missing key has revision 0).
+/// One txn guard: `target(key) == value` (a missing key has revision 0); over a range,
+/// every key in it must match (an empty range compares as one missing key).
 #[derive(Debug, Clone)]
 pub(crate) struct Compare {
     pub(crate) key: Vec<u8>,
+    pub(crate) range_end: Option<Vec<u8>>,
     pub(crate) target: Target,
     pub(crate) value: i64,
 }
 
 impl Compare {
     pub(crate) fn create(key: &[u8], rev: i64) -> Compare {
-        Compare { key: key.to_vec(), target: Target::Create, value: rev }
+        Compare { key: key.to_vec(), range_end: None, target: Target::Create, value: rev }
     }
     pub(crate) fn modified(key: &[u8], rev: i64) -> Compare {
-        Compare { key: key.to_vec(), target: Target::Mod, value: rev }
+        Compare { key: key.to_vec(), range_end: None, target: Target::Mod, value: rev }
+    }
+    /// No key under `prefix`.
+    pub(crate) fn none_under(prefix: &[u8]) -> Compare {
+        Compare { key: prefix.to_vec(), range_end: Some(prefix_end(prefix)), target: Target::Create, value: 0 }
     }
 }
 
@@ -165,5 +171,43 @@ pub(crate) trait Transport: Send + Sync + std::fmt::Debug + 'static {
     /// is delivered. (A watch that must catch up on history is served by etcd's 100 ms
     /// sync loop, so waiters watch from now and read once more instead.)
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>>;
+    /// etcd's lock service (`v3lockpb.Lock`): `name` held under `lease`, the key it holds
+    /// by; `None` when not granted within `wait` (the call is cancelled, which takes the
+    /// service's waiting key away).
+    async fn lock(&self, name: &[u8], lease: i64, wait: std::time::Duration) -> Result<Option<Vec<u8>>>;
+    /// `v3lockpb.Unlock`: deletes the key a `lock` returned.
+    async fn unlock(&self, key: &[u8]) -> Result<()>;
     async fn close(&self) {}
+}
+
+/// The endpoint failover of both transports: tries `f` on each endpoint in turn, from the
+/// one that answered last (`current`); a `Connection` error moves on to the next, any
+/// other answer is final. `store` names the store in the error when there is none.
+pub(crate) async fn each_endpoint<T, F, Fut>(
+    current: &std::sync::atomic::AtomicUsize,
+    n: usize,
+    store: &str,
+    mut f: F,
+) -> Result<T>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    use std::sync::atomic::Ordering::Relaxed;
+    let start = current.load(Relaxed);
+    let mut last = None;
+    for i in 0..n {
+        let idx = (start + i) % n;
+        match f(idx).await {
+            Ok(v) => {
+                if i > 0 {
+                    current.store(idx, Relaxed);
+                }
+                return Ok(v);
+            }
+            Err(e) if e.kind() == crate::ErrorKind::Connection => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| crate::error::Error::connection(format!("{store}: no endpoint"))))
 }

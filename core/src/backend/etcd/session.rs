@@ -1,0 +1,154 @@
+//! The client's session leases, as clientv3's `concurrency.Session`: one lease per client
+//! (per lease length), granted lazily by the first watchdog hold and kept alive by one
+//! loop for as long as the client lives; every watchdog hold of the Mutex layout puts its
+//! key under it, so an uncontended acquire is one txn and a release one delete. A session
+//! lease found gone (a paused or cut-off process) is never used again: every hold under it
+//! reports its loss at its next renewal, and the next hold gets a new session.
+//!
+//! `ttl` holds (an explicit lease that `extend` changes) keep a lease of their own: a
+//! session lease is shared, so its length cannot be one hold's.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use super::proto::Transport;
+use crate::error::Result;
+use crate::rt::AbortOnDrop;
+
+/// One session lease.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) lease: i64,
+    ttl_s: i64,
+    lost: AtomicBool,
+    /// When etcd last answered that the lease is alive.
+    alive_at: Mutex<Instant>,
+    /// One keep-alive at a time; callers that waited for it share its answer.
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Session {
+    fn period(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.ttl_s).unwrap_or(1).saturating_mul(1000) / 3)
+    }
+
+    /// Whether the lease is still alive: from a keep-alive answered lately (a sixth of the
+    /// ttl, at most a second), else from a new one.
+    pub(crate) async fn refresh(&self, t: &dyn Transport) -> Result<bool> {
+        let _turn = self.turn.lock().await;
+        if self.lost.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let fresh = (self.period() / 2).min(Duration::from_secs(1));
+        if self.alive_at.lock().unwrap_or_else(|p| p.into_inner()).elapsed() < fresh {
+            return Ok(true);
+        }
+        let alive = t.lease_keepalive(self.lease).await? > 0;
+        if alive {
+            *self.alive_at.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        } else {
+            self.lost.store(true, Ordering::Release);
+        }
+        Ok(alive)
+    }
+
+    pub(crate) fn lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// Never used again (a txn under it failed in a way that may mean it is gone).
+    pub(crate) fn give_up(&self) {
+        self.lost.store(true, Ordering::Release);
+    }
+}
+
+/// A session and its keep-alive loop (stopped when dropped).
+type Live = (Arc<Session>, AbortOnDrop<()>);
+
+/// The session leases of one client, by lease length.
+#[derive(Debug)]
+pub(crate) struct Sessions {
+    t: Arc<dyn Transport>,
+    live: Mutex<HashMap<i64, Live>>,
+    /// One grant at a time, so that concurrent first holds share one lease.
+    granting: tokio::sync::Mutex<()>,
+}
+
+impl Sessions {
+    pub(crate) fn new(t: Arc<dyn Transport>) -> Sessions {
+        Sessions { t, live: Mutex::default(), granting: tokio::sync::Mutex::default() }
+    }
+
+    fn current(&self, ttl_s: i64) -> Option<Arc<Session>> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.get(&ttl_s).map(|(s, _)| s.clone()).filter(|s| !s.lost())
+    }
+
+    /// The live session of `ttl_s` seconds, granted now if there is none.
+    pub(crate) async fn get(&self, ttl_s: i64) -> Result<Arc<Session>> {
+        if let Some(s) = self.current(ttl_s) {
+            return Ok(s);
+        }
+        let _one = self.granting.lock().await;
+        if let Some(s) = self.current(ttl_s) {
+            return Ok(s);
+        }
+        let lease = self.t.lease_grant(ttl_s).await?;
+        let s = Arc::new(Session {
+            lease,
+            ttl_s,
+            lost: AtomicBool::new(false),
+            alive_at: Mutex::new(Instant::now()),
+            turn: tokio::sync::Mutex::default(),
+        });
+        let task = AbortOnDrop(tokio::spawn(keep_alive(self.t.clone(), Arc::downgrade(&s))));
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).insert(ttl_s, (s.clone(), task));
+        Ok(s)
+    }
+
+    /// The session (live or lost) whose lease is `lease`, if it is one.
+    pub(crate) fn find(&self, lease: i64) -> Option<Arc<Session>> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.values().map(|(s, _)| s).find(|s| s.lease == lease).cloned()
+    }
+
+    /// Whether `lease` is a session lease of this client (never revoked by one hold).
+    pub(crate) fn owns(&self, lease: i64) -> bool {
+        self.find(lease).is_some()
+    }
+
+    /// Stops the loops and revokes the leases (their keys go with them, as when a
+    /// clientv3 session is closed).
+    pub(crate) async fn close(&self) {
+        let all: Vec<_> = self.live.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, v)| v).collect();
+        for (s, task) in all {
+            drop(task);
+            if !s.lost() {
+                let _ = self.t.lease_revoke(s.lease).await;
+            }
+        }
+    }
+}
+
+/// The keep-alive loop of one session: every third of its ttl; ends when the session is
+/// dropped or found gone, or when etcd has not answered for a whole ttl.
+async fn keep_alive(t: Arc<dyn Transport>, s: Weak<Session>) {
+    loop {
+        let Some(period) = s.upgrade().map(|s| s.period()) else { return };
+        tokio::time::sleep(period.max(Duration::from_millis(100))).await;
+        let Some(s) = s.upgrade() else { return };
+        match s.refresh(&*t).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(_) => {
+                let since = s.alive_at.lock().unwrap_or_else(|p| p.into_inner()).elapsed();
+                if since > s.period() * 3 {
+                    s.give_up();
+                    return;
+                }
+            }
+        }
+    }
+}

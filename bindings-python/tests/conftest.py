@@ -21,7 +21,7 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -70,6 +70,16 @@ def pytest_report_header(config: pytest.Config) -> List[str]:
 NOT_OFFERED: Dict[str, Tuple[str, ...]] = {"redlock": ("fair_lock", "count_down_latch")}
 
 
+def _source_used_by(function: Any) -> str:
+    """The test's source and that of the sample modules it calls (``typing_check``)."""
+    parts = [inspect.getsource(function)]
+    for name in function.__code__.co_names:
+        module = function.__globals__.get(name)
+        if inspect.ismodule(module) and getattr(module, "__file__", "").startswith(str(Path(__file__).parent)):
+            parts.append(inspect.getsource(module))
+    return "\n".join(parts)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
@@ -79,7 +89,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
         function = getattr(item, "function", None)
         if not missing or function is None:
             continue
-        used = [m for m in missing if m in inspect.getsource(function)]
+        used = [m for m in missing if m in _source_used_by(function)]
         if used:
             reason = f"{scheme}:// has no {' or '.join(used)} (Unsupported; see core/tests/{scheme}.rs)"
             item.add_marker(pytest.mark.skip(reason=reason))

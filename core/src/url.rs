@@ -128,6 +128,18 @@ impl StoreUrl {
 }
 
 impl StoreUrl {
+    /// The duration option `name` (`default` when absent), checked as every timeout and
+    /// lease is: a bad or out-of-range value names the option and this URL (redacted).
+    #[cfg_attr(not(any(feature = "redis", feature = "etcd", feature = "etcd-http")), allow(dead_code))]
+    pub(crate) fn duration_option(&self, name: &str, default: std::time::Duration) -> Result<std::time::Duration> {
+        match self.option(name) {
+            None => Ok(default),
+            Some(v) => crate::duration::parse(v)
+                .and_then(|d| crate::duration::validate(name, d))
+                .map_err(|e| Error::invalid_argument(format!("option `{name}` of {self}: {}", e.message()))),
+        }
+    }
+
     /// What names the store itself: scheme, hosts and path, without credentials or
     /// options.
     pub(crate) fn identity(&self) -> String {

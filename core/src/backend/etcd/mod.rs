@@ -118,15 +118,6 @@ impl std::fmt::Debug for Etcd {
     }
 }
 
-fn parse_duration(url: &StoreUrl, name: &str, default: Duration) -> Result<Duration> {
-    match url.option(name) {
-        None => Ok(default),
-        Some(v) => crate::duration::parse(v)
-            .and_then(|d| crate::duration::validate(name, d))
-            .map_err(|e| Error::invalid_argument(format!("option `{name}` of {url}: {}", e.message()))),
-    }
-}
-
 /// `host[:port]` or `[v6]:port` entries (default 127.0.0.1:2379), checked.
 fn parse_endpoints(url: &StoreUrl) -> Result<Vec<String>> {
     let hosts = url.host_list();
@@ -183,8 +174,8 @@ impl Etcd {
             }
         };
         let endpoints = parse_endpoints(url)?;
-        let timeout = parse_duration(url, "timeout", DEFAULT_TIMEOUT)?;
-        let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
+        let timeout = url.duration_option("timeout", DEFAULT_TIMEOUT)?;
+        let connect_timeout = url.duration_option("connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
         let auth =
             url.user().filter(|u| !u.is_empty()).map(|u| (u.to_owned(), url.password().unwrap_or("").to_owned()));
         let store = format!("etcd {url}");

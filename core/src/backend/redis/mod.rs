@@ -196,15 +196,6 @@ fn error(store: &str, e: RedisError) -> Error {
     }
 }
 
-fn parse_duration(url: &StoreUrl, name: &str, default: Duration) -> Result<Duration> {
-    match url.option(name) {
-        None => Ok(default),
-        Some(v) => crate::duration::parse(v)
-            .and_then(|d| crate::duration::validate(name, d))
-            .map_err(|e| Error::invalid_argument(format!("option `{name}` of {url}: {}", e.message()))),
-    }
-}
-
 /// `host[:port]`, `[v6]:port`, or nothing (127.0.0.1:6379).
 fn parse_host(url: &StoreUrl) -> Result<(String, u16)> {
     let hosts = url.host_list();
@@ -352,7 +343,7 @@ impl Redis {
         let transport = Transport::parse(url, tls)?;
         let on_sentinel = url.scheme().ends_with("+sentinel");
         sentinel::check_options(url, on_sentinel)?;
-        let timeout = parse_duration(url, "timeout", DEFAULT_TIMEOUT)?;
+        let timeout = url.duration_option("timeout", DEFAULT_TIMEOUT)?;
         let bare = match url.option("names") {
             None | Some("typed") => false,
             Some("bare") => true,
@@ -381,7 +372,7 @@ impl Redis {
             }
         };
         let clock = Clock::parse(url)?;
-        let connect_timeout = parse_duration(url, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
+        let connect_timeout = url.duration_option("connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
         let sentinel_of = on_sentinel.then(|| parse_sentinel_path(url)).transpose()?;
         let (host, port) =
             if cluster || sentinel_of.is_some() { parse_hosts(url)?.swap_remove(0) } else { parse_host(url)? };

@@ -18,7 +18,7 @@ fn server() -> String {
 }
 
 fn store() -> Store {
-    Store { url: server(), keep: None }
+    Store::from_env("BATON_TEST_REDLOCK_URL", "Redlock", "")
 }
 
 behaviour_suite!(@tests crate::store;

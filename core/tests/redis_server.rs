@@ -139,7 +139,9 @@ async fn tls_sentinel_with_auth() {
     let sentinel = OwnRedis::start_sentinel_with(master.tls_port.unwrap(), 5000, &setup);
     let at = format!("127.0.0.1:{}/mymaster", sentinel.tls_port.unwrap());
     let ca = format!("ca={}", certs.ca.display());
-    let good = format!("rediss+sentinel://:{master_pw}@{at}?{ca}&sentinel_password={sentinel_pw}");
+    // A generous connect timeout: TLS handshakes with the sentinel, then the master, in a
+    // debug build on a loaded 2-core CI machine once took longer than the default.
+    let good = format!("rediss+sentinel://:{master_pw}@{at}?{ca}&connect_timeout=10s&sentinel_password={sentinel_pw}");
     hold_and_wake(&good).await;
     let c = Client::connect(&good).await.unwrap();
     let shown = format!("{c:?}");

@@ -27,7 +27,9 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use futures_util::future::join_all;
+use futures_util::stream::FuturesUnordered;
 use rand::Rng;
 use tokio::time::Instant;
 
@@ -60,11 +62,42 @@ const LIMITS_KEPT: usize = 4096;
 struct Node {
     redis: Redis,
     at: String,
+    /// Steps on a key still answering after their caller moved on (`Redlock::each_until`):
+    /// a later step on that key waits for them here, so that it never overtakes them on
+    /// this node's connection (a release sent before its own acquire would leave a hold).
+    behind: Mutex<HashMap<Key, Weak<tokio::sync::Mutex<()>>>>,
+}
+
+impl Node {
+    /// `step` on this node, after any step on `key` still answering here, the whole
+    /// bounded by `limit`.
+    async fn step<T>(&self, key: Option<&Key>, limit: Duration, step: impl Future<Output = Result<T>>) -> Result<T> {
+        let ahead = key.and_then(|k| self.behind.lock().unwrap_or_else(|p| p.into_inner()).get(k)?.upgrade());
+        let run = async {
+            if let Some(ahead) = ahead {
+                drop(ahead.lock().await);
+            }
+            step.await
+        };
+        match tokio::time::timeout(limit, run).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::connection(format!("Redis node {}: no answer within {limit:?}", self.at))),
+        }
+    }
+
+    /// Marks the step on `key` here as answering in the background until the guard drops.
+    fn straggling(&self, key: &Key) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        let turn = Arc::new(tokio::sync::Mutex::new(()));
+        let mut behind = self.behind.lock().unwrap_or_else(|p| p.into_inner());
+        behind.retain(|_, w| w.strong_count() > 0);
+        behind.insert(key.clone(), Arc::downgrade(&turn));
+        turn.try_lock_owned().ok()
+    }
 }
 
 /// The Redlock store of one client.
 pub(crate) struct Redlock {
-    nodes: Vec<Node>,
+    nodes: Vec<Arc<Node>>,
     /// `Redlock <url>`, password redacted: the prefix of its own messages.
     store: String,
     retry_count: u32,
@@ -162,10 +195,11 @@ impl Redlock {
         };
         let node_options: Vec<(String, String)> =
             url.options().iter().filter(|(k, _)| NODE_OPTIONS.contains(&k.as_str())).cloned().collect();
-        let opened = join_all(hosts.iter().map(|h| async {
-            let node_url = url.with_host("redis", h, &node_options)?;
+        let node_options = &node_options;
+        let opened = join_all(hosts.iter().map(|h| async move {
+            let node_url = url.with_host("redis", h, node_options)?;
             let redis = Redis::open_node(&node_url).await?;
-            Ok::<Node, Error>(Node { redis, at: (*h).to_owned() })
+            Ok::<Arc<Node>, Error>(Arc::new(Node { redis, at: (*h).to_owned(), behind: Mutex::default() }))
         }))
         .await;
         let nodes = opened.into_iter().collect::<Result<Vec<_>>>()?;
@@ -195,21 +229,67 @@ impl Redlock {
     }
 
     /// Runs `step` on every node at once, each bounded by `limit`; one answer per node.
-    async fn each<'a, T, F, Fut>(&'a self, limit: Duration, step: F) -> Vec<Result<T>>
+    async fn each<'a, T, F, Fut>(&'a self, key: Option<&Key>, limit: Duration, step: F) -> Vec<Result<T>>
     where
         F: Fn(&'a Redis) -> Fut,
         Fut: Future<Output = Result<T>> + 'a,
     {
-        join_all(self.nodes.iter().map(|n| {
-            let fut = step(&n.redis);
-            async move {
-                match tokio::time::timeout(limit, fut).await {
-                    Ok(r) => r,
-                    Err(_) => Err(Error::connection(format!("Redis node {}: no answer within {limit:?}", n.at))),
-                }
+        join_all(self.nodes.iter().map(|n| n.step(key, limit, step(&n.redis)))).await
+    }
+
+    /// As `each`, but returns as soon as `decided` says the answers so far settle the
+    /// step (a quorum granted, renewed or released): on a loaded host the slowest nodes
+    /// then cost nothing. The others finish in a task of their own; their commands went
+    /// out first on their node's connection, so a later step of this client reaches each
+    /// node after them. An answer not waited for reads as `Connection` (it may land).
+    async fn each_until<T, F, Fut>(
+        &self,
+        key: &Key,
+        limit: Duration,
+        step: F,
+        decided: impl Fn(&[&Result<T>]) -> bool,
+    ) -> Vec<Result<T>>
+    where
+        T: Send + 'static,
+        F: Fn(Arc<Node>) -> Fut,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+    {
+        let mut running: FuturesUnordered<_> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let (n, key, fut) = (n.clone(), key.clone(), step(n.clone()));
+                async move { (i, n.step(Some(&key), limit, fut).await) }
+            })
+            .collect();
+        let mut answered: Vec<(usize, Result<T>)> = Vec::with_capacity(self.nodes.len());
+        while let Some(a) = running.next().await {
+            answered.push(a);
+            let so_far: Vec<&Result<T>> = answered.iter().map(|(_, r)| r).collect();
+            if !running.is_empty() && decided(&so_far) {
+                let mut behind: Vec<_> = self
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| answered.iter().all(|(a, _)| *a != i).then(|| n.straggling(key)).flatten())
+                    .collect();
+                tokio::spawn(async move {
+                    while let Some((i, _)) = running.next().await {
+                        behind[i] = None;
+                    }
+                });
+                break;
             }
-        }))
-        .await
+        }
+        let mut out: Vec<Option<Result<T>>> = (0..self.nodes.len()).map(|_| None).collect();
+        for (i, r) in answered {
+            out[i] = Some(r);
+        }
+        out.into_iter()
+            .zip(&self.nodes)
+            .map(|(r, n)| r.unwrap_or_else(|| Err(Error::connection(format!("Redis node {}: still answering", n.at)))))
+            .collect()
     }
 
     /// The quorum of a step on `key` (a semaphore's depends on its limit).
@@ -238,7 +318,7 @@ impl Redlock {
         let count = if reentry { 1 } else { u32::MAX };
         join_all(self.nodes.iter().zip(answers).filter_map(|(n, a)| {
             let took = matches!(a, Ok((Attempt::Granted { .. }, _))) || (!reentry && a.is_err());
-            took.then(|| tokio::time::timeout(limit, n.redis.release(key, holder, count)))
+            took.then(|| n.step(Some(key), limit, n.redis.release(key, holder, count)))
         }))
         .await;
     }
@@ -364,7 +444,14 @@ impl Backend for Redlock {
         let mut round = 0;
         loop {
             let start = Instant::now();
-            let answers = self.each(self.per_node(ttl), |r| r.acquire_counted(key, req)).await;
+            let step = |n: Arc<Node>| {
+                let (key, req) = (key.clone(), req.clone());
+                async move { n.redis.acquire_counted(&key, &req).await }
+            };
+            let granted_by = |a: &[&Result<(Attempt, u64)>]| {
+                a.iter().filter(|a| matches!(a, Ok((Attempt::Granted { .. }, _)))).count() >= need
+            };
+            let answers = self.each_until(key, self.per_node(ttl), step, granted_by).await;
             let reentry = answers.iter().any(|a| matches!(a, Ok((Attempt::Granted { fresh: false, .. }, _))));
             let mut tally = Tally { nodes: n, granted: 0, busy: 0 };
             let (mut retry_ms, mut first_err) = (None::<u64>, None::<Error>);
@@ -421,8 +508,13 @@ impl Backend for Redlock {
     }
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
-        let answers = self.each(self.per_node(lease), |r| r.renew(key, holder, lease)).await;
         let need = self.need(key);
+        let step = |n: Arc<Node>| {
+            let (key, holder) = (key.clone(), holder.to_owned());
+            async move { n.redis.renew(&key, &holder, lease).await }
+        };
+        let renewed_by = |a: &[&Result<bool>]| a.iter().filter(|a| matches!(a, Ok(true))).count() >= need;
+        let answers = self.each_until(key, self.per_node(lease), step, renewed_by).await;
         let renewed = answers.iter().filter(|a| matches!(a, Ok(true))).count();
         let gone = answers.iter().filter(|a| matches!(a, Ok(false))).count();
         if renewed >= need {
@@ -438,7 +530,7 @@ impl Backend for Redlock {
 
     /// One pipelined batch per node, all nodes at once.
     async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
-        let answers = self.each(self.per_node(lease), |r| r.renew_many(items, lease)).await;
+        let answers = self.each(None, self.per_node(lease), |r| r.renew_many(items, lease)).await;
         let mut out = Vec::with_capacity(items.len());
         for (i, (key, _)) in items.iter().enumerate() {
             let need = self.need(key);
@@ -465,7 +557,18 @@ impl Backend for Redlock {
     /// On every node. Freed where any node freed it (the others had lost it already);
     /// still held where a re-entry remains.
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
-        let answers = self.each(self.step_limit(), |r| r.release(key, holder, count)).await;
+        // Settled once a majority answered and one of them held it: the rest can only
+        // agree (they free it too, or lost it already).
+        let need = quorum::quorum(self.nodes.len(), 1);
+        let step = |n: Arc<Node>| {
+            let (key, holder) = (key.clone(), holder.to_owned());
+            async move { n.redis.release(&key, &holder, count).await }
+        };
+        let settled = |a: &[&Result<Released>]| {
+            a.iter().filter(|a| a.is_ok()).count() >= need
+                && a.iter().any(|a| matches!(a, Ok(r) if *r != Released::NotHeld))
+        };
+        let answers = self.each_until(key, self.step_limit(), step, settled).await;
         let mut out: Option<Released> = None;
         let mut first_err = None;
         for a in answers {
@@ -488,7 +591,7 @@ impl Backend for Redlock {
     }
 
     async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
-        let answers = self.each(self.step_limit(), |r| r.leave_queue(key, holder)).await;
+        let answers = self.each(Some(key), self.step_limit(), |r| r.leave_queue(key, holder)).await;
         match answers.iter().any(|a| a.is_ok()) {
             true => Ok(()),
             false => Err(self.no_quorum("leave the queue", 0, 1, answers.into_iter().find_map(|a| a.err()))),
@@ -497,7 +600,7 @@ impl Backend for Redlock {
 
     /// A subscription on every node that answers: any node's message wakes.
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-        let subs = self.each(self.step_limit(), |r| r.subscribe(key)).await;
+        let subs = self.each(None, self.step_limit(), |r| r.subscribe(key)).await;
         let (ok, errs): (Vec<_>, Vec<_>) = subs.into_iter().partition(|s| s.is_ok());
         if ok.is_empty() {
             return Err(self.no_quorum("subscribe", 0, 1, errs.into_iter().find_map(|e| e.err())));
@@ -509,7 +612,7 @@ impl Backend for Redlock {
         if key.family == Family::Latch {
             return Err(latch_unsupported(&self.store));
         }
-        let views = self.each(self.step_limit(), |r| r.state(key)).await;
+        let views = self.each(Some(key), self.step_limit(), |r| r.state(key)).await;
         let need = quorum::quorum(self.nodes.len(), 1);
         let (ok, errs): (Vec<_>, Vec<_>) = views.into_iter().partition(|v| v.is_ok());
         if ok.len() < need {

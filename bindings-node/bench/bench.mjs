@@ -240,7 +240,7 @@ if (json) {
         console.log(`  ${s.name.padEnd(50)} ${String(s.tasks).padEnd(6)} ${String(s.ops).padEnd(6)} ${(s.ops_per_sec === null ? '-' : String(Math.round(s.ops_per_sec))).padEnd(8)} ${fmt(s.p50_us).padEnd(9)} ${fmt(s.p99_us).padEnd(9)} ${fmt(s.max_us)}`);
       }
       console.log(
-        `  vs node-redlock: acquire+release ${Math.round(one.ops_per_sec)} vs ${Math.round(rl1.ops_per_sec)} ops/s (x${(one.ops_per_sec / rl1.ops_per_sec).toFixed(2)}),` +
+        `  vs node-redlock (baton's row: a watchdog lease, not paired): acquire+release ${Math.round(one.ops_per_sec)} vs ${Math.round(rl1.ops_per_sec)} ops/s (x${(one.ops_per_sec / rl1.ops_per_sec).toFixed(2)}),` +
           ` hand-off p50 ${fmt(ho.p50_us)} vs ${fmt(rlh.p50_us)} (x${Math.round(rlh.p50_us / ho.p50_us)} lower)`,
       );
       console.log(

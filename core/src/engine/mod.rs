@@ -157,7 +157,7 @@ impl Ctx {
 
 /// The client's live grants (for `close`). Released grants leave at once (`untrack`); the
 /// few that end otherwise (replaced by a fresh grant) are pruned when the map has doubled
-/// since the last prune, so tracking stays O(1) per acquire with thousands held.
+/// since the last prune, so tracking costs amortized O(1) per acquire with thousands held.
 #[derive(Debug)]
 struct Live {
     map: HashMap<u64, Weak<Held>>,

@@ -98,7 +98,7 @@ async function handoff(client) {
  * defaults (retryCount 10, retryDelay 200 ms, retryJitter 200 ms): the yardstick of the
  * issue. Null when the packages are not installed (they are devDependencies).
  */
-async function redlockScenarios(url) {
+async function redlockScenarios(url, client) {
   let Redlock, Redis;
   try {
     ({ default: Redlock } = await import('redlock'));
@@ -128,10 +128,43 @@ async function redlockScenarios(url) {
       await g.release();
     }
     out.push(summary('node-redlock release -> waiter granted', 2, samples, performance.now() - t0, false));
+    out.push(...(await paired(client, redlock)));
   } finally {
     redis.disconnect();
   }
   return out;
+}
+
+/**
+ * The same lock semantics on both sides: a baton handle with a `ttlMs` lease (no watchdog)
+ * against node-redlock's lock of the same length, one acquire+release of each in turn, so
+ * that both see the same machine load; a default (watchdog) handle takes its turn too. The
+ * rate of each is 1 / its mean time.
+ */
+async function paired(client, redlock) {
+  const ttl = 30_000;
+  const lock = client.lock('bench/node/paired-ttl', { ttlMs: ttl });
+  const watched = client.lock('bench/node/paired-watchdog');
+  const sides = [
+    { name: `baton acquire+release, ttlMs ${ttl} (paired)`, op: async () => (await lock.acquire()).release(), s: [] },
+    { name: 'baton acquire+release, watchdog (paired)', op: async () => (await watched.acquire()).release(), s: [] },
+    {
+      name: `node-redlock acquire+release, ${ttl} ms (paired)`,
+      op: async () => (await redlock.acquire(['bench/node/redlock/paired'], ttl)).release(),
+      s: [],
+    },
+  ];
+  for (const side of sides) await side.op(); // warm-up: keys, scripts, connections
+  const b = budget();
+  while (b.left-- > 0 && performance.now() < b.until) {
+    for (const side of sides) {
+      const t = performance.now();
+      await side.op();
+      side.s.push((performance.now() - t) * 1000);
+    }
+  }
+  // Busy time of each side alone: its rate is what it would do with the loop to itself.
+  return sides.map((side) => summary(side.name, 1, side.s, side.s.reduce((a, x) => a + x, 0) / 1000));
 }
 
 async function bridge(name, call) {
@@ -161,9 +194,9 @@ const b1 = await bridge('empty native async call (acquire/release bridge)', _noo
 for (const url of urls) {
   const client = await connect(url);
   const scenarios = [await uncontended(client, 1), await uncontended(client, MANY), await handoff(client)];
+  const redlock = url.startsWith('redis://') ? await redlockScenarios(url, client) : null;
   await client.close();
   const cmp = rust(url.startsWith('sqlite://') ? url.replace(/\.db$/, '-rust.db') : url);
-  const redlock = url.startsWith('redis://') ? await redlockScenarios(url) : null;
   reports.push({ url, scenarios, rust: cmp?.scenarios ?? null, redlock });
 }
 
@@ -201,14 +234,19 @@ if (json) {
       console.log(`  per-call overhead vs Rust (p50 of 1 task, halved): ${fmt((one.p50_us - rs.p50_us) / 2)}`);
     }
     if (r.redlock) {
-      const [rl1, rlh] = r.redlock;
+      const [rl1, rlh, pb, , pr] = r.redlock;
       const ho = r.scenarios[2];
       for (const s of r.redlock) {
         console.log(`  ${s.name.padEnd(50)} ${String(s.tasks).padEnd(6)} ${String(s.ops).padEnd(6)} ${(s.ops_per_sec === null ? '-' : String(Math.round(s.ops_per_sec))).padEnd(8)} ${fmt(s.p50_us).padEnd(9)} ${fmt(s.p99_us).padEnd(9)} ${fmt(s.max_us)}`);
       }
       console.log(
-        `  vs node-redlock: acquire+release ${Math.round(one.ops_per_sec)} vs ${Math.round(rl1.ops_per_sec)} ops/s (x${(one.ops_per_sec / rl1.ops_per_sec).toFixed(2)}),` +
+        `  vs node-redlock (baton's row: a watchdog lease, not paired): acquire+release ${Math.round(one.ops_per_sec)} vs ${Math.round(rl1.ops_per_sec)} ops/s (x${(one.ops_per_sec / rl1.ops_per_sec).toFixed(2)}),` +
           ` hand-off p50 ${fmt(ho.p50_us)} vs ${fmt(rlh.p50_us)} (x${Math.round(rlh.p50_us / ho.p50_us)} lower)`,
+      );
+      console.log(
+        `  paired, a ${pb.name.match(/ttlMs (\d+)/)[1]} ms ttl lease on both sides: ${Math.round(pb.ops_per_sec)} vs` +
+          ` ${Math.round(pr.ops_per_sec)} ops/s (x${(pb.ops_per_sec / pr.ops_per_sec).toFixed(2)}),` +
+          ` p50 ${fmt(pb.p50_us)} vs ${fmt(pr.p50_us)}`,
       );
     } else if (r.url.startsWith('redis://')) {
       console.log('  (node-redlock comparison skipped: npm install redlock ioredis)');

@@ -22,8 +22,10 @@ const WATCHDOG_PERIOD: Duration = Duration::from_secs(1);
 /// Periods the watchdog scenario counts round trips over (after one to settle).
 const WATCHDOG_PERIODS: u32 = 4;
 /// How long a hand-off holder waits after its waiter has started acquiring, so that the
-/// waiter is parked in the store's wait (not still starting) when the release happens.
-const SETTLE: Duration = Duration::from_millis(1);
+/// waiter is parked in the store's wait (not still starting) when the release happens:
+/// over etcd's JSON gateway a waiter's first attempt, its watch request and its read take
+/// ~3–5 ms, and a release within them measured the waiter's start, not the hand-off.
+const SETTLE: Duration = Duration::from_millis(10);
 
 /// Measure acquire/release throughput and latency, uncontended and contended
 ///

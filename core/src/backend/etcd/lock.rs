@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use super::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp};
 use super::session::{Session, Sessions};
@@ -137,6 +138,8 @@ pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &LockKeys, r
     // its hold lease is granted alongside the read, not after it (one round trip less on
     // every hand-off).
     let mut spare = None;
+    // A hand-off grant of this holder whose key is still moving: its outcome first.
+    local.settle(&keys.prefix, &req.holder).await;
     if req.enqueue && local.settled_waiter(&keys.prefix, &req.holder) {
         // The attempt just before (the engine re-attempts right after subscribing) found
         // this waiter behind a predecessor, and the wait that follows watches that
@@ -148,10 +151,13 @@ pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &LockKeys, r
         // Hand-off: this waiter's predecessor, the head, went; it is the head now.
         if let Some(kv) = local.hinted_own(&keys.prefix, &req.holder) {
             let e = Entry { value: serde_json::from_slice::<Value>(&kv.value).ok(), kv };
-            if let Some(v) = e.value.clone().filter(|v| v.count == 0 && v.holder == req.holder)
-                && let Some(a) = promote(t, local, keys, req, &e, v, &mut spare).await?
-            {
-                return Ok(a);
+            if let Some(v) = e.value.clone().filter(|v| v.count == 0 && v.holder == req.holder) {
+                if let Some(a) = handoff(local, keys, req, &e, v.clone()).await? {
+                    return Ok(a);
+                }
+                if let Some(a) = promote(t, local, keys, req, &e, v, &mut spare).await? {
+                    return Ok(a);
+                }
             }
         }
     }
@@ -284,7 +290,10 @@ async fn own_entry(
     // Waiting: this attempt refreshes the queue place (unless refreshed lately: a third
     // of its ttl).
     if req.enqueue && local.due(&keys.prefix, &req.holder, e.kv.lease, v.ttl) {
-        t.lease_keepalive(e.kv.lease).await?;
+        let sent = Instant::now();
+        if t.lease_keepalive(e.kv.lease).await? > 0 {
+            local.alive(e.kv.lease, sent, v.ttl);
+        }
     }
     Ok(Some(Attempt::Busy { retry_ms: None }))
 }
@@ -333,15 +342,7 @@ async fn promote(
         (None, false, None) => Some(t.lease_grant(ttl).await?),
     };
     let value = Value { count: 1, ttl, ..v };
-    let txn = Txn {
-        compare: vec![Compare::create(&e.kv.key, token)],
-        success: vec![
-            TxnOp::Put { key: e.kv.key.clone(), value: encode(&value), lease },
-            TxnOp::Put { key: keys.fence.clone(), value: token.to_string().into_bytes(), lease: Some(0) },
-        ],
-        failure: vec![],
-    };
-    let resp = match (t.txn(txn).await, &session) {
+    let resp = match (t.txn(grant_txn(keys, &e.kv, &value, lease)).await, &session) {
         (Ok(r), _) => r,
         (Err(e), Some(s)) => return lease_gone(s, e),
         (Err(e), None) => return Err(e),
@@ -365,6 +366,93 @@ async fn promote(
     Ok(Some(Attempt::Granted { token: u64::try_from(token).unwrap_or(0), count: 1, fresh: true }))
 }
 
+/// The grant of the waiter key `kv`: rewritten as held (under `lease`; `None` keeps its
+/// lease), same create revision, and its token recorded; only while it is still there.
+fn grant_txn(keys: &LockKeys, kv: &Kv, value: &Value, lease: Option<i64>) -> Txn {
+    Txn {
+        compare: vec![Compare::create(&kv.key, kv.create_revision)],
+        success: vec![
+            TxnOp::Put { key: kv.key.clone(), value: encode(value), lease },
+            TxnOp::Put { key: keys.fence.clone(), value: kv.create_revision.to_string().into_bytes(), lease: Some(0) },
+        ],
+        failure: vec![],
+    }
+}
+
+/// The hand-off grant of a watchdog waiter whose predecessor was the head and went: it is
+/// the head now (keys only join at the back), and its key lives on its queue lease at
+/// least until that lease's last keep-alive (or grant) was sent plus its ttl. With room
+/// left on that, it is granted at once, with no round trip; its key moves to the session
+/// lease right after, in the background (same txn as [`promote`]), which must land before
+/// that time: else, or when it finds the key gone, the hold is lost and its next renewal
+/// says so. `None`: no such room known; the caller grants by writing first.
+async fn handoff(local: &Local, keys: &LockKeys, req: &Request, e: &Entry, v: Value) -> Result<Option<Attempt>> {
+    // Room for the move (one txn, retried on another endpoint when one fails).
+    const ROOM: Duration = Duration::from_secs(1);
+    let Some(safe_until) = local.alive_until(e.kv.lease) else { return Ok(None) };
+    let ttl = secs(req.lease_ms);
+    let s = local.sessions.get(ttl).await?;
+    if e.kv.lease == s.lease || safe_until.saturating_duration_since(Instant::now()) < ROOM {
+        return Ok(None);
+    }
+    let value = Value { count: 1, ttl, ..v };
+    let txn = grant_txn(keys, &e.kv, &value, Some(s.lease));
+    let (tx, rx) = tokio::sync::watch::channel(Moved::Pending);
+    let kv = Kv { value: encode(&value), lease: s.lease, ..e.kv.clone() };
+    local.moving(&keys.prefix, &req.holder, Moving { rx, safe_until, kv });
+    tokio::spawn(move_key(local.sessions.transport(), s, txn, safe_until, tx));
+    // The queue lease is no longer this waiter's to give back: revoking it now would
+    // delete the key before it moved.
+    local.forget(&keys.prefix, &req.holder, e.kv.lease);
+    local.busy(&keys.prefix, true);
+    Ok(Some(Attempt::Granted { token: u64::try_from(e.kv.create_revision).unwrap_or(0), count: 1, fresh: true }))
+}
+
+/// Moves a hand-off grant's key to the session lease (`txn`, from [`grant_txn`]); retried
+/// on connection failures until `until`, when the key could end with its queue lease.
+async fn move_key(t: Arc<dyn Transport>, s: Arc<Session>, txn: Txn, until: Instant, tx: watch::Sender<Moved>) {
+    let deadline = tokio::time::Instant::from_std(until);
+    // Bounded by `until`: every turn waits at most until then.
+    let out = loop {
+        match tokio::time::timeout_at(deadline, t.txn(txn.clone())).await {
+            Ok(Ok(r)) if r.succeeded => break Moved::Done(r.revision),
+            // The key is gone (its lease ended, or it was deleted by hand).
+            Ok(Ok(_)) => break Moved::Failed,
+            Ok(Err(e)) if e.kind() == crate::ErrorKind::Connection => {
+                tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + Duration::from_millis(50))).await;
+            }
+            Ok(Err(e)) => {
+                if e.message().contains("lease not found") {
+                    s.give_up();
+                }
+                break Moved::Failed;
+            }
+            Err(_) => break Moved::Failed,
+        }
+    };
+    tx.send_replace(out);
+}
+
+/// What became of the move of a hand-off grant's key (see [`handoff`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moved {
+    Pending,
+    /// Under the session lease; the key's new mod revision.
+    Done(i64),
+    /// Not moved in time, or the key was gone: the hold is lost.
+    Failed,
+}
+
+/// A hand-off grant whose key is moving.
+#[derive(Debug)]
+struct Moving {
+    rx: watch::Receiver<Moved>,
+    /// Until when the key surely lives on its queue lease.
+    safe_until: Instant,
+    /// The key as the move writes it (its mod revision comes with `Done`).
+    kv: Kv,
+}
+
 /// Creates the holder's key: under a hold lease when the queue looked empty, else under a
 /// queue lease. `None`: raced, read again.
 async fn create(
@@ -376,6 +464,7 @@ async fn create(
     spare: &mut Option<i64>,
 ) -> Result<Option<Attempt>> {
     let ttl = secs(if expect_first { req.lease_ms } else { req.queue_ttl_ms });
+    let sent = Instant::now();
     let lease = match spare.take() {
         Some(l) if expect_first => l,
         other => {
@@ -386,6 +475,7 @@ async fn create(
     if !expect_first {
         // Known before the key exists, so that a `leave_queue` racing this attempt can end it.
         local.remember(&keys.prefix, &req.holder, lease);
+        local.alive(lease, sent, ttl);
     }
     let key = keys.entry_key(lease);
     let value = Value { holder: req.holder.clone(), count: u32::from(expect_first), ttl };
@@ -473,6 +563,9 @@ pub(crate) async fn renew(
     lease_ms: u64,
 ) -> Result<bool> {
     let ttl = secs(lease_ms);
+    if local.settle(&keys.prefix, holder).await == Some(Moved::Failed) {
+        return Ok(false);
+    }
     if let Some(kv) = local.known_hold(&keys.prefix, holder)
         && let Some(s) = local.sessions.find(kv.lease)
     {
@@ -523,6 +616,13 @@ pub(crate) async fn release(
     holder: &str,
     count: u32,
 ) -> Result<Released> {
+    if let Some(kv) = local.take_moving(&keys.prefix, holder) {
+        // A hand-off grant whose key may still be moving (or failed to): deleted by its
+        // create revision, wherever the move got to; a move after this finds it gone.
+        let txn = release_txn(keys, &kv, Compare::create(&kv.key, kv.create_revision));
+        let freed = t.txn(txn).await?.succeeded;
+        return Ok(if freed { Released::Freed } else { Released::NotHeld });
+    }
     // First from what this process knows of its grant (no read); then from a read.
     let mut known = local.take_hold(&keys.prefix, holder);
     for _ in 0..RACES {
@@ -543,18 +643,7 @@ pub(crate) async fn release(
             }
             continue;
         }
-        let txn = Txn {
-            compare: vec![Compare::modified(&e.kv.key, e.kv.mod_revision)],
-            success: vec![
-                TxnOp::Delete { key: e.kv.key.clone() },
-                TxnOp::Put {
-                    key: keys.fence.clone(),
-                    value: e.kv.create_revision.to_string().into_bytes(),
-                    lease: Some(0),
-                },
-            ],
-            failure: vec![],
-        };
+        let txn = release_txn(keys, &e.kv, Compare::modified(&e.kv.key, e.kv.mod_revision));
         if t.txn(txn).await?.succeeded {
             // The hold's lease has no key left and simply runs out: not revoking it keeps
             // a release at one round trip.
@@ -562,6 +651,18 @@ pub(crate) async fn release(
         }
     }
     Err(raced())
+}
+
+/// Deletes the held key `kv` if `guard` holds, recording its token.
+fn release_txn(keys: &LockKeys, kv: &Kv, guard: Compare) -> Txn {
+    Txn {
+        compare: vec![guard],
+        success: vec![
+            TxnOp::Delete { key: kv.key.clone() },
+            TxnOp::Put { key: keys.fence.clone(), value: kv.create_revision.to_string().into_bytes(), lease: Some(0) },
+        ],
+        failure: vec![],
+    }
 }
 
 /// Removes the holder's waiting keys: each is alone on the lease it was created with,
@@ -591,6 +692,11 @@ pub(crate) struct Local {
     mine: Mutex<HashMap<(Vec<u8>, String), Kv>>,
     /// When a read last found each queue busy.
     busy: Mutex<HashMap<Vec<u8>, Instant>>,
+    /// Until when each of this process's queue leases surely lives (its last keep-alive's,
+    /// or its grant's, send time plus its ttl).
+    alive: Mutex<HashMap<i64, Instant>>,
+    /// Hand-off grants whose keys are moving to the session lease.
+    moving: Mutex<HashMap<(Vec<u8>, String), Moving>>,
     /// Waits ended by their predecessor's deletion, and how many of those by a watch
     /// event (the rest found it gone on their first read): tests count them.
     pub(crate) wakes: AtomicU64,
@@ -607,6 +713,8 @@ impl Local {
             seen: Mutex::default(),
             mine: Mutex::default(),
             busy: Mutex::default(),
+            alive: Mutex::default(),
+            moving: Mutex::default(),
             wakes: AtomicU64::new(0),
             wake_events: AtomicU64::new(0),
         }
@@ -618,6 +726,58 @@ impl Local {
 
     fn take_hold(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
         self.held.lock().unwrap_or_else(|p| p.into_inner()).remove(&(prefix.to_vec(), holder.to_owned()))
+    }
+
+    fn alive(&self, lease: i64, sent: Instant, ttl_s: i64) {
+        let until = sent + Duration::from_secs(u64::try_from(ttl_s).unwrap_or(0));
+        self.alive.lock().unwrap_or_else(|p| p.into_inner()).insert(lease, until);
+    }
+
+    fn alive_until(&self, lease: i64) -> Option<Instant> {
+        self.alive.lock().unwrap_or_else(|p| p.into_inner()).get(&lease).copied()
+    }
+
+    fn moving(&self, prefix: &[u8], holder: &str, m: Moving) {
+        self.moving.lock().unwrap_or_else(|p| p.into_inner()).insert((prefix.to_vec(), holder.to_owned()), m);
+    }
+
+    /// The key of `holder`'s hand-off grant that may still be moving, taken; one that
+    /// moved already becomes a known grant instead (`None`).
+    fn take_moving(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
+        let k = (prefix.to_vec(), holder.to_owned());
+        let m = self.moving.lock().unwrap_or_else(|p| p.into_inner()).remove(&k)?;
+        let moved = *m.rx.borrow();
+        match moved {
+            Moved::Done(rev) => {
+                self.hold(prefix, holder, Kv { mod_revision: rev, ..m.kv });
+                None
+            }
+            Moved::Pending | Moved::Failed => Some(m.kv),
+        }
+    }
+
+    /// What became of `holder`'s hand-off grant whose key was moving, once it is known (at
+    /// the latest when the key could have ended); `None`: there is none. A moved key
+    /// becomes a known grant.
+    async fn settle(&self, prefix: &[u8], holder: &str) -> Option<Moved> {
+        let k = (prefix.to_vec(), holder.to_owned());
+        let (mut rx, until) = {
+            let m = self.moving.lock().unwrap_or_else(|p| p.into_inner());
+            let e = m.get(&k)?;
+            (e.rx.clone(), e.safe_until)
+        };
+        let until = tokio::time::Instant::from_std(until);
+        let _ = tokio::time::timeout_at(until, rx.wait_for(|m| *m != Moved::Pending)).await;
+        let m = self.moving.lock().unwrap_or_else(|p| p.into_inner()).remove(&k)?;
+        let moved = *m.rx.borrow();
+        match moved {
+            Moved::Done(rev) => {
+                self.hold(prefix, holder, Kv { mod_revision: rev, ..m.kv });
+                Some(moved)
+            }
+            // Still pending when the key could have ended: as good as lost.
+            Moved::Pending | Moved::Failed => Some(Moved::Failed),
+        }
     }
 
     fn known_hold(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
@@ -712,6 +872,7 @@ impl Local {
     }
 
     fn forget(&self, prefix: &[u8], holder: &str, lease: i64) {
+        self.alive.lock().unwrap_or_else(|p| p.into_inner()).remove(&lease);
         self.with(|m| {
             let k = (prefix.to_vec(), holder.to_owned());
             if let Some(v) = m.get_mut(&k) {
@@ -724,11 +885,17 @@ impl Local {
     }
 
     fn take(&self, prefix: &[u8], holder: &str) -> Vec<i64> {
-        self.with(|m| m.remove(&(prefix.to_vec(), holder.to_owned())))
+        let leases: Vec<i64> = self
+            .with(|m| m.remove(&(prefix.to_vec(), holder.to_owned())))
             .unwrap_or_default()
             .into_iter()
             .map(|(l, _)| l)
-            .collect()
+            .collect();
+        let mut alive = self.alive.lock().unwrap_or_else(|p| p.into_inner());
+        for l in &leases {
+            alive.remove(l);
+        }
+        leases
     }
 
     /// Whether `lease` (of `ttl_s` seconds) is due for a keep-alive; marks it refreshed.

@@ -108,6 +108,11 @@ impl Sessions {
         Ok(s)
     }
 
+    /// The transport the sessions are kept alive over.
+    pub(crate) fn transport(&self) -> Arc<dyn Transport> {
+        self.t.clone()
+    }
+
     /// The session (live or lost) whose lease is `lease`, if it is one.
     pub(crate) fn find(&self, lease: i64) -> Option<Arc<Session>> {
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());

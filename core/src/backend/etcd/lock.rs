@@ -66,6 +66,11 @@ pub(crate) struct Value {
     pub(crate) count: u32,
     /// The TTL (seconds) of the lease the key is attached to.
     pub(crate) ttl: i64,
+    /// The hold's fencing token when it is not the key's own revision (the RwLock and
+    /// semaphore layouts, `keyed`: written by a rewrite of a granted key); the lock queue
+    /// never writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token: Option<i64>,
 }
 
 /// One contender under `NAME/`, oldest first.
@@ -222,7 +227,7 @@ async fn session_create(t: &dyn Transport, local: &Local, keys: &LockKeys, req: 
     let ttl = secs(req.lease_ms);
     let s = local.sessions.get(ttl).await?;
     let key = keys.entry_key(s.lease);
-    let value = Value { holder: req.holder.clone(), count: 1, ttl };
+    let value = Value { holder: req.holder.clone(), count: 1, ttl, token: None };
     let txn = Txn {
         compare: vec![Compare::none_under(&keys.prefix)],
         success: vec![TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(s.lease) }],
@@ -388,7 +393,7 @@ async fn create(
         local.remember(&keys.prefix, &req.holder, lease);
     }
     let key = keys.entry_key(lease);
-    let value = Value { holder: req.holder.clone(), count: u32::from(expect_first), ttl };
+    let value = Value { holder: req.holder.clone(), count: u32::from(expect_first), ttl, token: None };
     let txn = Txn {
         compare: vec![Compare::create(&key, 0)],
         success: vec![

@@ -230,6 +230,29 @@ pub async fn semaphore_layout(url: &str) {
     assert!(etcd_keys(url, &prefix).is_empty());
 }
 
+/// A SIGKILLed process's permit comes back when etcd ends its lease (2 s): its key goes
+/// with the lease, with no client doing anything.
+pub async fn killed_permit_holder_frees(url: &str) {
+    let name = unique("psem-killed");
+    let prefix = format!("{name}/permits/");
+    let (mut child, child_token) = crate::behaviour::crash::spawn_holder(url, &name, "permit").await;
+    let c = Client::connect(url).await.unwrap();
+    let sem = c.permit_semaphore(&name, 1);
+    assert_eq!(sem.available().await.unwrap(), 0, "the child holds the permit");
+    assert_eq!(etcd_keys(url, &prefix).len(), 1);
+    child.kill().unwrap();
+    let killed = Instant::now();
+    child.wait().unwrap();
+    let p = bounded("permit after SIGKILL", Duration::from_secs(10), sem.acquire()).await.unwrap();
+    // Lease 2 s, etcd's expiry check (≤ 0.5 s), the waiter's 1 s re-check at worst.
+    assert!(killed.elapsed() < Duration::from_millis(3500), "took {:?}", killed.elapsed());
+    assert!(p.token().get() > child_token);
+    let keys = etcd_keys(url, &prefix);
+    assert_eq!(keys.len(), 1, "the dead child's key is gone: {keys:?}");
+    assert_eq!(keys[0].0, format!("{prefix}{}", p.id()));
+    p.release().await.unwrap();
+}
+
 /// While `etcdctl lock NAME -- sleep 2` holds, baton waits, and is granted right after.
 pub async fn waits_for_etcdctl(url: &str) {
     let name = unique("etcdctl-holds");
@@ -394,7 +417,7 @@ pub async fn many_waiters_in_order(url: &str) {
 macro_rules! etcd_suite {
     ($url:path) => {
         $crate::etcd_suite!(@tests $url; url_forms, dead_endpoint_is_skipped, mutex_layout, rwlock_layout,
-            semaphore_layout, waits_for_etcdctl, etcdctl_waits_for_baton, handoff_is_prompt);
+            semaphore_layout, killed_permit_holder_frees, waits_for_etcdctl, etcdctl_waits_for_baton, handoff_is_prompt);
     };
     (@tests $url:path; $($check:ident),* $(,)?) => {
         $(

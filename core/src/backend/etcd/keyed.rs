@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::lock::{Value, encode, secs};
+use super::lock::{Local, Value, encode, secs};
 use super::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, WatchStream};
 use crate::FencingToken;
 use crate::backend::Subscription;
@@ -160,10 +160,21 @@ pub(crate) async fn create(
 }
 
 /// Creates a waiting key (count 0) for `holder` under a new lease of the queue ttl: a
-/// waiter that vanished is skipped when it ends. False when the key already existed.
-pub(crate) async fn enqueue(t: &dyn Transport, key: &[u8], holder: &str, queue_ttl_ms: u64) -> Result<bool> {
+/// waiter that vanished is skipped when it ends. The lease is remembered (under `prefix`)
+/// before the key exists, so that a `leave_queue` racing this attempt ends it. False
+/// when the key already existed.
+pub(crate) async fn enqueue(
+    t: &dyn Transport,
+    local: &Local,
+    prefix: &[u8],
+    holder: &str,
+    queue_ttl_ms: u64,
+) -> Result<bool> {
+    let key = key_of(prefix, holder);
+    let key = key.as_slice();
     let ttl = secs(queue_ttl_ms);
     let lease = t.lease_grant(ttl).await?;
+    local.remember(prefix, holder, lease);
     let value = Value { holder: holder.to_owned(), count: 0, ttl, token: None };
     let txn = Txn {
         compare: vec![Compare::create(key, 0)],
@@ -172,6 +183,7 @@ pub(crate) async fn enqueue(t: &dyn Transport, key: &[u8], holder: &str, queue_t
     };
     let ok = t.txn(txn).await?.succeeded;
     if !ok {
+        local.forget(prefix, holder, lease);
         t.lease_revoke(lease).await?;
     }
     Ok(ok)
@@ -194,13 +206,22 @@ async fn rewrite(t: &dyn Transport, h: &Held, value: &Value, lease: Option<i64>)
 
 /// Grants the waiting key `h` in place, moved to a new lease of `lease_ms`; its token is
 /// this txn's revision. `None`: it changed meanwhile (read again).
-pub(crate) async fn promote(t: &dyn Transport, h: &Held, lease_ms: u64) -> Result<Option<Attempt>> {
+pub(crate) async fn promote(
+    t: &dyn Transport,
+    local: &Local,
+    prefix: &[u8],
+    h: &Held,
+    lease_ms: u64,
+) -> Result<Option<Attempt>> {
     let Some(v) = h.value.clone() else { return Ok(None) };
     let ttl = secs(lease_ms);
     let lease = t.lease_grant(ttl).await?;
-    match rewrite(t, h, &Value { count: 1, ttl, token: None, ..v }, Some(lease)).await? {
+    match rewrite(t, h, &Value { count: 1, ttl, token: None, ..v.clone() }, Some(lease)).await? {
         // The queue lease has no key left and runs out on its own (≤ the queue ttl).
-        Some(rev) => Ok(Some(Attempt::Granted { token: u64::try_from(rev).unwrap_or(0), count: 1, fresh: true })),
+        Some(rev) => {
+            local.forget(prefix, &v.holder, h.kv.lease);
+            Ok(Some(Attempt::Granted { token: u64::try_from(rev).unwrap_or(0), count: 1, fresh: true }))
+        }
         None => {
             t.lease_revoke(lease).await?;
             Ok(None)
@@ -276,10 +297,18 @@ pub(crate) async fn release(t: &dyn Transport, key: &[u8], fence: &[u8], holder:
     Err(raced())
 }
 
-/// Removes `holder`'s waiting key, if any: revoking its queue lease (it is alone on it).
-pub(crate) async fn leave_queue(t: &dyn Transport, key: &[u8], holder: &str) -> Result<()> {
-    if let Some(h) = own(t, key, holder).await?.filter(|h| !h.granted()) {
+/// Removes `holder`'s waiting key, if any, by revoking its queue lease (it is alone on
+/// it): the leases this process remembers (one call each, no read; a key already granted
+/// was moved off its queue lease, so this cannot end a hold), else the one a read finds.
+pub(crate) async fn leave_queue(t: &dyn Transport, local: &Local, prefix: &[u8], holder: &str) -> Result<()> {
+    let leases = local.take(prefix, holder);
+    if leases.is_empty()
+        && let Some(h) = own(t, &key_of(prefix, holder), holder).await?.filter(|h| !h.granted())
+    {
         t.lease_revoke(h.kv.lease).await?;
+    }
+    for lease in leases {
+        t.lease_revoke(lease).await?;
     }
     Ok(())
 }

@@ -712,11 +712,11 @@ impl Local {
         f(&mut self.waiting.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    fn remember(&self, prefix: &[u8], holder: &str, lease: i64) {
+    pub(crate) fn remember(&self, prefix: &[u8], holder: &str, lease: i64) {
         self.with(|m| m.entry((prefix.to_vec(), holder.to_owned())).or_default().push((lease, Instant::now())));
     }
 
-    fn forget(&self, prefix: &[u8], holder: &str, lease: i64) {
+    pub(crate) fn forget(&self, prefix: &[u8], holder: &str, lease: i64) {
         self.with(|m| {
             let k = (prefix.to_vec(), holder.to_owned());
             if let Some(v) = m.get_mut(&k) {
@@ -728,7 +728,7 @@ impl Local {
         });
     }
 
-    fn take(&self, prefix: &[u8], holder: &str) -> Vec<i64> {
+    pub(crate) fn take(&self, prefix: &[u8], holder: &str) -> Vec<i64> {
         self.with(|m| m.remove(&(prefix.to_vec(), holder.to_owned())))
             .unwrap_or_default()
             .into_iter()

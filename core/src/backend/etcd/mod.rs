@@ -268,7 +268,7 @@ impl Backend for Etcd {
                 let _one = self.steps.lock(&keys.own(&req.holder)).await;
                 lock::acquire(&*self.t, &self.local, &keys, req).await
             }
-            Family::RwLock => rwlock::acquire(&*self.t, &RwKeys::new(&key.name), req).await,
+            Family::RwLock => rwlock::acquire(&*self.t, &self.local, &RwKeys::new(&key.name), req).await,
             Family::Semaphore => semaphore::acquire(&*self.t, &SemKeys::new(&key.name), req).await,
             Family::Latch => Backend::acquire(&self.state, key, req).await,
         }
@@ -294,7 +294,12 @@ impl Backend for Etcd {
             }
             Family::RwLock | Family::Semaphore => {
                 let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
-                keyed::renew(&*self.t, &own_key(key, holder), holder, ms).await
+                for k in own_keys(key, holder) {
+                    if keyed::renew(&*self.t, &k, holder, ms).await? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
             }
             Family::Latch => Backend::renew(&self.state, key, holder, lease).await,
         }
@@ -322,7 +327,13 @@ impl Backend for Etcd {
                 lock::release(&*self.t, &self.local, &keys, holder, count).await
             }
             Family::RwLock | Family::Semaphore => {
-                keyed::release(&*self.t, &own_key(key, holder), &fence_key(key), holder, count).await
+                for k in own_keys(key, holder) {
+                    match keyed::release(&*self.t, &k, &fence_key(key), holder, count).await? {
+                        Released::NotHeld => {}
+                        done => return Ok(done),
+                    }
+                }
+                Ok(Released::NotHeld)
             }
             Family::Latch => Backend::release(&self.state, key, holder, count).await,
         }
@@ -339,7 +350,7 @@ impl Backend for Etcd {
                 lock::leave_queue(&*self.t, &self.local, &keys, holder).await
             }
             // Only writers wait with a key.
-            Family::RwLock => keyed::leave_queue(&*self.t, &RwKeys::new(&key.name).own(holder, true), holder).await,
+            Family::RwLock => keyed::leave_queue(&*self.t, &self.local, &RwKeys::new(&key.name).write, holder).await,
             Family::Semaphore => Ok(()),
             Family::Latch => Backend::leave_queue(&self.state, key, holder).await,
         }
@@ -651,12 +662,16 @@ pub(crate) struct EtcdState {
     steps: Steps,
 }
 
-/// A RwLock or semaphore holder's key: its mode is in the holder id (a writer's ends in
-/// `:write`, as `crate::state::read_holder_of` pairs them).
-fn own_key(key: &Key, holder: &str) -> Vec<u8> {
+/// Where a RwLock or semaphore holder's key may be, likeliest first: a writer's id ends in
+/// `:write` (as `crate::state::read_holder_of` pairs them), but an owner given by the caller
+/// may too, so a RwLock holder not found there is looked for on the other side.
+fn own_keys(key: &Key, holder: &str) -> Vec<Vec<u8>> {
     match key.family {
-        Family::Semaphore => SemKeys::new(&key.name).own(holder),
-        _ => RwKeys::new(&key.name).own(holder, holder.ends_with(":write")),
+        Family::Semaphore => vec![SemKeys::new(&key.name).own(holder)],
+        _ => {
+            let (keys, write) = (RwKeys::new(&key.name), holder.ends_with(":write"));
+            vec![keys.own(holder, write), keys.own(holder, !write)]
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 use async_trait::async_trait;
 
 use super::keyed::{self, Blocker, Held, RACES, key_of, raced};
+use super::lock::Local;
 use super::proto::{Compare, Transport};
 use crate::error::{Error, Result};
 use crate::inspect::Holder;
@@ -120,7 +121,7 @@ fn plan(v: &View, keys: &RwKeys, req: &Request) -> Result<Plan> {
 }
 
 /// One acquire attempt (see `Backend::acquire`).
-pub(crate) async fn acquire(t: &dyn Transport, keys: &RwKeys, req: &Request) -> Result<Attempt> {
+pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &RwKeys, req: &Request) -> Result<Attempt> {
     let write = req.mode == Mode::Write;
     let key = keys.own(&req.holder, write);
     for _ in 0..RACES {
@@ -130,11 +131,11 @@ pub(crate) async fn acquire(t: &dyn Transport, keys: &RwKeys, req: &Request) -> 
             Plan::Create(guards) => keyed::create(t, &key, &req.holder, 1, req.lease_ms, guards)
                 .await?
                 .map(|token| Attempt::Granted { token, count: 1, fresh: true }),
-            Plan::Promote(h) => keyed::promote(t, &h, req.lease_ms).await?,
+            Plan::Promote(h) => keyed::promote(t, local, &keys.write, &h, req.lease_ms).await?,
             Plan::Enqueue => {
                 // Queued: the next turn reads where it stands (granted at once if the
                 // holders left meanwhile).
-                keyed::enqueue(t, &key, &req.holder, req.queue_ttl_ms).await?;
+                keyed::enqueue(t, local, &keys.write, &req.holder, req.queue_ttl_ms).await?;
                 None
             }
             Plan::Wait(own) => {

@@ -140,7 +140,8 @@ async fn keys_become(url: &str, prefix: &str, count: usize, what: &str) -> Vec<(
 }
 
 /// RwLock keys are the etcd recipe's: `NAME/read/<holder>` per reader and
-/// `NAME/write/<holder>` per writer (waiting writers too), each under a lease of its own;
+/// `NAME/write/<holder>` per writer (waiting writers too), each under an etcd lease (the
+/// holding client's session lease for these watchdog holds);
 /// tokens are revisions of the granting txn; a release deletes the key.
 pub async fn rwlock_layout(url: &str) {
     let (a, b, c) =
@@ -159,7 +160,7 @@ pub async fn rwlock_layout(url: &str) {
         assert_eq!(key, &format!("{reads}{}", h.owner), "key is NAME/read/<holder>");
         assert!(*lease != 0 && *rev > 0);
     }
-    assert_ne!(keys[0].2, keys[1].2, "each hold has a lease of its own");
+    assert_ne!(keys[0].2, keys[1].2, "two clients' holds are under two leases");
     let writer = tokio::spawn({
         let (c, name) = (c.clone(), name.clone());
         async move { c.rw_lock(&name).write().await }
@@ -187,7 +188,8 @@ pub async fn rwlock_layout(url: &str) {
 }
 
 /// Semaphore permits are keys `NAME/permits/<holder>` (a PermitSemaphore's holder is the
-/// permit id), each under its own lease; a permit whose lease etcd ends disappears by itself.
+/// permit id), each under an etcd lease (its client's session lease for a watchdog hold, its
+/// own for an explicit one); a permit whose lease etcd ends disappears by itself.
 pub async fn semaphore_layout(url: &str) {
     let (a, b) = (Client::connect(url).await.unwrap(), Client::connect(url).await.unwrap());
     let name = unique("sem-layout");
@@ -197,7 +199,7 @@ pub async fn semaphore_layout(url: &str) {
     let one = b.semaphore(&name, 3).acquire().await.unwrap();
     let keys = etcd_keys(url, &prefix);
     assert_eq!(keys.len(), 2, "{keys:?}");
-    assert_ne!(keys[0].2, keys[1].2, "each hold has a lease of its own");
+    assert_ne!(keys[0].2, keys[1].2, "two clients' holds are under two leases");
     let info = sem.inspect().await.unwrap();
     for g in [&two, &one] {
         let (key, _, lease) =
@@ -417,7 +419,8 @@ pub async fn many_waiters_in_order(url: &str) {
 macro_rules! etcd_suite {
     ($url:path) => {
         $crate::etcd_suite!(@tests $url; url_forms, dead_endpoint_is_skipped, mutex_layout, rwlock_layout,
-            semaphore_layout, killed_permit_holder_frees, waits_for_etcdctl, etcdctl_waits_for_baton, handoff_is_prompt);
+            semaphore_layout, killed_permit_holder_frees, waits_for_etcdctl, etcdctl_waits_for_baton,
+            handoff_is_prompt);
     };
     (@tests $url:path; $($check:ident),* $(,)?) => {
         $(

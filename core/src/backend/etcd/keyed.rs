@@ -1,7 +1,8 @@
 //! Per-holder keys, shared by the RwLock (`rwlock`) and semaphore (`semaphore`) layouts:
-//! each hold, and each waiting writer, is one key `PREFIX<holder id>` under an etcd lease of
-//! its own (the hold's length; the queue ttl while waiting), valued as the lock queue's
-//! keys are (`{"holder","count","ttl"}`, count 0 while waiting). The holder id is in the
+//! each hold, and each waiting writer, is one key `PREFIX<holder id>` under an etcd lease
+//! (a watchdog hold's: the client's session lease, as the lock queue's; a `ttl` hold's: one
+//! of its own of the hold's length; a waiting writer's: one of its own of the queue ttl),
+//! valued as the lock queue's keys are (`{"holder","count","ttl"}`, count 0 while waiting). The holder id is in the
 //! key, so every step on one hold (re-entry, renewal, release, release by permit id from
 //! another process) reads or writes that key alone.
 //!
@@ -19,6 +20,7 @@ use tokio::time::Instant;
 
 use super::lock::{Local, Value, encode, secs};
 use super::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, WatchStream};
+use super::session::Session;
 use crate::FencingToken;
 use crate::backend::Subscription;
 use crate::error::{Error, Result};
@@ -80,7 +82,8 @@ impl Held {
 }
 
 /// `inspect`'s holders, each with what etcd says is left of its lease (whole seconds,
-/// rounded down: an explicit-ttl holder's timer asks again rather than count on more). A
+/// rounded down, and 100 ms for the last second: an explicit-ttl holder's timer asks again
+/// rather than count on more, so its lost signal follows the key's end by ≤ 100 ms). A
 /// `PermitSemaphore::update_lease` from another process moves the lease, so the holder's
 /// own deadline is not the whole story.
 pub(crate) async fn holders<'a>(
@@ -92,10 +95,24 @@ pub(crate) async fn holders<'a>(
     hs.iter()
         .zip(left)
         .map(|((h, mode), left)| {
-            let secs = u64::try_from(left?).unwrap_or(0);
-            Ok(h.holder(mode, Some(Duration::from_secs(secs))))
+            // Less than a second left (etcd says 0 while the key still exists): asked
+            // again in 100 ms rather than reported as gone.
+            let left = match u64::try_from(left?).unwrap_or(0) {
+                0 => Duration::from_millis(100),
+                s => Duration::from_secs(s),
+            };
+            Ok(h.holder(mode, Some(left)))
         })
         .collect()
+}
+
+/// A baton key of `holder` under `prefix` as a read would return it (unit tests).
+#[cfg(test)]
+pub(crate) fn test_held(prefix: &[u8], holder: &str, count: u32, rev: i64) -> Held {
+    let value = Value { holder: holder.into(), count, ttl: 5, token: None };
+    let kv =
+        Kv { key: key_of(prefix, holder), value: encode(&value), create_revision: rev, mod_revision: rev, lease: 1 };
+    Held { kv, value: Some(value) }
 }
 
 pub(crate) fn key_of(prefix: &[u8], holder: &str) -> Vec<u8> {
@@ -130,33 +147,74 @@ pub(crate) async fn read(t: &dyn Transport, prefixes: &[&[u8]], fence: &[u8]) ->
     Ok((all, last, resp.revision))
 }
 
-/// Creates `key` for `holder`, granted with `count` under a new lease of `lease_ms`, when
-/// it is absent and `guards` hold; the token (its create revision) when it did.
+/// The lease a hold of `lease_ms` goes under: the client's session lease of that length
+/// for a watchdog hold (as the lock queue's: no grant per hold, one keep-alive for all),
+/// else a new lease of its own.
+struct HoldLease {
+    lease: i64,
+    session: Option<Arc<Session>>,
+}
+
+impl HoldLease {
+    async fn get(t: &dyn Transport, local: &Local, lease_ms: u64, watchdog: bool) -> Result<HoldLease> {
+        let ttl = secs(lease_ms);
+        if watchdog {
+            let s = local.sessions.get(ttl).await?;
+            return Ok(HoldLease { lease: s.lease, session: Some(s) });
+        }
+        Ok(HoldLease { lease: t.lease_grant(ttl).await?, session: None })
+    }
+
+    /// The txn under it wrote nothing: a lease of its own is ended (bookkeeping only).
+    async fn unused(&self, t: &dyn Transport) -> Result<()> {
+        if self.session.is_none() {
+            t.lease_revoke(self.lease).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs `txn` under it. `Ok(None)`: the txn failed on a session lease etcd no longer
+    /// knows (the process was paused past it): the session is given up, the step is tried
+    /// again under a new one. A txn whose compare failed ends a lease of its own.
+    async fn txn(&self, t: &dyn Transport, txn: Txn) -> Result<Option<i64>> {
+        match t.txn(txn).await {
+            Ok(r) if r.succeeded => Ok(Some(r.revision)),
+            Ok(_) => self.unused(t).await.map(|()| None),
+            Err(e) => match &self.session {
+                Some(s) if e.message().contains("lease not found") => {
+                    s.give_up();
+                    Ok(None)
+                }
+                _ => {
+                    let _ = self.unused(t).await;
+                    Err(e)
+                }
+            },
+        }
+    }
+}
+
+/// Creates `key` for `holder`, granted with `count` under a hold lease of `lease_ms`
+/// (`HoldLease`), when it is absent and `guards` hold; the token (its create revision) when
+/// it did.
 pub(crate) async fn create(
     t: &dyn Transport,
+    local: &Local,
     key: &[u8],
-    holder: &str,
-    count: u32,
-    lease_ms: u64,
+    (holder, count): (&str, u32),
+    (lease_ms, watchdog): (u64, bool),
     guards: Vec<Compare>,
 ) -> Result<Option<u64>> {
-    let ttl = secs(lease_ms);
-    let lease = t.lease_grant(ttl).await?;
-    let value = Value { holder: holder.to_owned(), count, ttl, token: None };
+    let hl = HoldLease::get(t, local, lease_ms, watchdog).await?;
+    let value = Value { holder: holder.to_owned(), count, ttl: secs(lease_ms), token: None };
     let mut compare = guards;
     compare.push(Compare::create(key, 0));
     let txn = Txn {
         compare,
-        success: vec![TxnOp::Put { key: key.to_vec(), value: encode(&value), lease: Some(lease) }],
+        success: vec![TxnOp::Put { key: key.to_vec(), value: encode(&value), lease: Some(hl.lease) }],
         failure: vec![],
     };
-    let resp = t.txn(txn).await?;
-    if !resp.succeeded {
-        // The lease has no key: ending it is bookkeeping only.
-        t.lease_revoke(lease).await?;
-        return Ok(None);
-    }
-    Ok(Some(u64::try_from(resp.revision).unwrap_or(0)))
+    Ok(hl.txn(t, txn).await?.map(|rev| u64::try_from(rev).unwrap_or(0)))
 }
 
 /// Creates a waiting key (count 0) for `holder` under a new lease of the queue ttl: a
@@ -192,41 +250,38 @@ pub(crate) async fn enqueue(
 /// Rewrites `h` with `value` (and `lease`, else the same one) if nobody changed it since
 /// it was read; the txn's revision when it did.
 async fn rewrite(t: &dyn Transport, h: &Held, value: &Value, lease: Option<i64>) -> Result<Option<i64>> {
-    let txn = Txn {
+    let resp = t.txn(rewrite_txn(h, value, lease)).await?;
+    Ok(resp.succeeded.then_some(resp.revision))
+}
+
+fn rewrite_txn(h: &Held, value: &Value, lease: Option<i64>) -> Txn {
+    Txn {
         compare: vec![
             Compare::create(&h.kv.key, h.kv.create_revision),
             Compare::modified(&h.kv.key, h.kv.mod_revision),
         ],
         success: vec![TxnOp::Put { key: h.kv.key.clone(), value: encode(value), lease }],
         failure: vec![],
-    };
-    let resp = t.txn(txn).await?;
-    Ok(resp.succeeded.then_some(resp.revision))
+    }
 }
 
-/// Grants the waiting key `h` in place, moved to a new lease of `lease_ms`; its token is
-/// this txn's revision. `None`: it changed meanwhile (read again).
+/// Grants the waiting key `h` in place, moved to a hold lease of `lease_ms`
+/// (`HoldLease`); its token is this txn's revision. `None`: it changed meanwhile (read
+/// again).
 pub(crate) async fn promote(
     t: &dyn Transport,
     local: &Local,
     prefix: &[u8],
     h: &Held,
-    lease_ms: u64,
+    (lease_ms, watchdog): (u64, bool),
 ) -> Result<Option<Attempt>> {
     let Some(v) = h.value.clone() else { return Ok(None) };
-    let ttl = secs(lease_ms);
-    let lease = t.lease_grant(ttl).await?;
-    match rewrite(t, h, &Value { count: 1, ttl, token: None, ..v.clone() }, Some(lease)).await? {
-        // The queue lease has no key left and runs out on its own (≤ the queue ttl).
-        Some(rev) => {
-            local.forget(prefix, &v.holder, h.kv.lease);
-            Ok(Some(Attempt::Granted { token: u64::try_from(rev).unwrap_or(0), count: 1, fresh: true }))
-        }
-        None => {
-            t.lease_revoke(lease).await?;
-            Ok(None)
-        }
-    }
+    let hl = HoldLease::get(t, local, lease_ms, watchdog).await?;
+    let value = Value { count: 1, ttl: secs(lease_ms), token: None, ..v.clone() };
+    let Some(rev) = hl.txn(t, rewrite_txn(h, &value, Some(hl.lease))).await? else { return Ok(None) };
+    // The queue lease has no key left and runs out on its own (≤ the queue ttl).
+    local.forget(prefix, &v.holder, h.kv.lease);
+    Ok(Some(Attempt::Granted { token: u64::try_from(rev).unwrap_or(0), count: 1, fresh: true }))
 }
 
 /// Re-entry of the granted `h`: count + 1, same token. `None`: raced.
@@ -244,19 +299,27 @@ async fn own(t: &dyn Transport, key: &[u8], holder: &str) -> Result<Option<Held>
     Ok(parse(&r).into_iter().find(|h| h.is(holder)))
 }
 
-/// Keeps `holder`'s hold for `lease_ms` more: a keep-alive of its lease, or a move to a
-/// new lease when the length changed. False when it holds nothing.
-pub(crate) async fn renew(t: &dyn Transport, key: &[u8], holder: &str, lease_ms: u64) -> Result<bool> {
+/// Keeps `holder`'s hold for `lease_ms` more: a keep-alive of its lease (this client's
+/// session's shared one when the hold is under it), or a move to a new lease of its own
+/// when the length changed. False when it holds nothing (released, by id elsewhere too).
+pub(crate) async fn renew(t: &dyn Transport, local: &Local, key: &[u8], holder: &str, lease_ms: u64) -> Result<bool> {
     let Some(h) = own(t, key, holder).await?.filter(Held::granted) else { return Ok(false) };
     let Some(v) = h.value.clone() else { return Ok(false) };
     let ttl = secs(lease_ms);
     if v.ttl == ttl {
+        if let Some(s) = local.sessions.find(h.kv.lease) {
+            return s.refresh(t).await;
+        }
         return Ok(t.lease_keepalive(h.kv.lease).await? > 0);
     }
     let lease = t.lease_grant(ttl).await?;
     let token = Some(i64::try_from(h.token()).unwrap_or(0));
     let moved = rewrite(t, &h, &Value { ttl, token, ..v }, Some(lease)).await?.is_some();
-    t.lease_revoke(if moved { h.kv.lease } else { lease }).await?;
+    // The old lease is not ended: it may be a session lease (of any client) that other
+    // holds share; with no key left it runs out on its own.
+    if !moved {
+        t.lease_revoke(lease).await?;
+    }
     Ok(moved)
 }
 
@@ -297,17 +360,12 @@ pub(crate) async fn release(t: &dyn Transport, key: &[u8], fence: &[u8], holder:
     Err(raced())
 }
 
-/// Removes `holder`'s waiting key, if any, by revoking its queue lease (it is alone on
-/// it): the leases this process remembers (one call each, no read; a key already granted
-/// was moved off its queue lease, so this cannot end a hold), else the one a read finds.
+/// Removes `holder`'s waiting keys by revoking the queue leases this process created them
+/// under (each alone on its lease; one call each, no read). A key already granted was moved
+/// off its queue lease, so this never ends a hold; a key this process never made is not
+/// its to remove.
 pub(crate) async fn leave_queue(t: &dyn Transport, local: &Local, prefix: &[u8], holder: &str) -> Result<()> {
-    let leases = local.take(prefix, holder);
-    if leases.is_empty()
-        && let Some(h) = own(t, &key_of(prefix, holder), holder).await?.filter(|h| !h.granted())
-    {
-        t.lease_revoke(h.kv.lease).await?;
-    }
-    for lease in leases {
+    for lease in local.take(prefix, holder) {
         t.lease_revoke(lease).await?;
     }
     Ok(())

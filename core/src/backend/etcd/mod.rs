@@ -8,7 +8,7 @@
 //! - `RwLock` is the etcd recipes' read/write prefixes (`rwlock`): `NAME/read/<holder>` and
 //!   `NAME/write/<holder>` keys; `Semaphore` and `PermitSemaphore` are leased permit keys
 //!   `NAME/permits/<holder or permit id>` (`semaphore`); both over the per-holder keys of
-//!   `keyed`, each hold under an etcd lease of its own.
+//!   `keyed`, each hold under an etcd lease (the client's session lease for watchdog holds).
 //! - `CountDownLatch` is a counter value `baton/latch/<name>` (the state machine of
 //!   `crate::state` as JSON), rewritten by a txn guarded on its mod revision and retried on
 //!   conflict; waiters watch that key.
@@ -269,7 +269,7 @@ impl Backend for Etcd {
                 lock::acquire(&*self.t, &self.local, &keys, req).await
             }
             Family::RwLock => rwlock::acquire(&*self.t, &self.local, &RwKeys::new(&key.name), req).await,
-            Family::Semaphore => semaphore::acquire(&*self.t, &SemKeys::new(&key.name), req).await,
+            Family::Semaphore => semaphore::acquire(&*self.t, &self.local, &SemKeys::new(&key.name), req).await,
             Family::Latch => Backend::acquire(&self.state, key, req).await,
         }
     }
@@ -295,7 +295,7 @@ impl Backend for Etcd {
             Family::RwLock | Family::Semaphore => {
                 let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
                 for k in own_keys(key, holder) {
-                    if keyed::renew(&*self.t, &k, holder, ms).await? {
+                    if keyed::renew(&*self.t, &self.local, &k, holder, ms).await? {
                         return Ok(true);
                     }
                 }

@@ -124,19 +124,23 @@ fn plan(v: &View, keys: &RwKeys, req: &Request) -> Result<Plan> {
 pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &RwKeys, req: &Request) -> Result<Attempt> {
     let write = req.mode == Mode::Write;
     let key = keys.own(&req.holder, write);
+    let lease = (req.lease_ms, req.watchdog);
     for _ in 0..RACES {
         let v = view(t, keys).await?;
         let out = match plan(&v, keys, req)? {
             Plan::Reenter(h) => keyed::reenter(t, &h).await?,
-            Plan::Create(guards) => keyed::create(t, &key, &req.holder, 1, req.lease_ms, guards)
+            Plan::Create(guards) => keyed::create(t, local, &key, (&req.holder, 1), lease, guards)
                 .await?
                 .map(|token| Attempt::Granted { token, count: 1, fresh: true }),
-            Plan::Promote(h) => keyed::promote(t, local, &keys.write, &h, req.lease_ms).await?,
+            Plan::Promote(h) => keyed::promote(t, local, &keys.write, &h, lease).await?,
             Plan::Enqueue => {
-                // Queued: the next turn reads where it stands (granted at once if the
-                // holders left meanwhile).
-                keyed::enqueue(t, local, &keys.write, &req.holder, req.queue_ttl_ms).await?;
-                None
+                // Queued behind what the read found. Nothing is read again: the engine
+                // subscribes and attempts once more right after a first busy answer, and
+                // that attempt promotes this writer if the others left meanwhile.
+                match keyed::enqueue(t, local, &keys.write, &req.holder, req.queue_ttl_ms).await? {
+                    true => Some(Attempt::Busy { retry_ms: None }),
+                    false => None,
+                }
             }
             Plan::Wait(own) => {
                 if let Some(h) = own.filter(|_| req.enqueue) {
@@ -189,21 +193,8 @@ impl Blocker for RwBlocker {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lock::{Value, encode};
-    use super::super::proto::Kv;
+    use super::super::keyed::test_held as held;
     use super::*;
-
-    fn held(prefix: &[u8], holder: &str, count: u32, rev: i64) -> Held {
-        let value = Value { holder: holder.into(), count, ttl: 5, token: None };
-        let kv = Kv {
-            key: key_of(prefix, holder),
-            value: encode(&value),
-            create_revision: rev,
-            mod_revision: rev,
-            lease: 1,
-        };
-        Held { kv, value: Some(value) }
-    }
 
     fn req(holder: &str, mode: Mode) -> Request {
         Request { holder: holder.into(), mode, lease_ms: 1000, enqueue: true, queue_ttl_ms: 5000, watchdog: true }

@@ -1,7 +1,8 @@
 //! Semaphore and PermitSemaphore: one key per hold, `NAME/permits/<holder id>` (for a
 //! PermitSemaphore the holder id is the permit id), its value carrying the number of
-//! permits, under an etcd lease of the hold's own length (see `keyed`): a holder that
-//! vanished gives its permits back when etcd ends the lease, on the server's clock.
+//! permits, under an etcd lease (see `keyed`: the client's session lease for a watchdog
+//! hold, else one of the hold's own length): a holder that vanished gives its permits back
+//! when etcd ends the lease, on the server's clock.
 //!
 //! The rule is every store's (`crate::state`): a request for `count` of `limit` permits is
 //! granted when the permits held plus `count` fit in `limit`; there is no queue (permits
@@ -14,6 +15,7 @@ use std::hash::{Hash, Hasher};
 use async_trait::async_trait;
 
 use super::keyed::{self, Blocker, Held, RACES, key_of, raced};
+use super::lock::Local;
 use super::proto::{Compare, Range, Transport};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Request};
@@ -41,7 +43,7 @@ impl SemKeys {
 }
 
 /// One acquire attempt (see `Backend::acquire`).
-pub(crate) async fn acquire(t: &dyn Transport, keys: &SemKeys, req: &Request) -> Result<Attempt> {
+pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &SemKeys, req: &Request) -> Result<Attempt> {
     let Mode::Permits { count, limit } = req.mode else {
         return Err(Error::backend(format!("etcd: internal error: {:?} on a semaphore", req.mode)));
     };
@@ -60,7 +62,8 @@ pub(crate) async fn acquire(t: &dyn Transport, keys: &SemKeys, req: &Request) ->
             return Ok(Attempt::Busy { retry_ms: None });
         }
         let guard = vec![Compare::unchanged_under_since(&keys.permits, r.revision)];
-        if let Some(token) = keyed::create(t, &keys.own(&req.holder), &req.holder, count, req.lease_ms, guard).await? {
+        let (key, lease) = (keys.own(&req.holder), (req.lease_ms, req.watchdog));
+        if let Some(token) = keyed::create(t, local, &key, (&req.holder, count), lease, guard).await? {
             return Ok(Attempt::Granted { token, count, fresh: true });
         }
     }
@@ -105,20 +108,10 @@ fn pick<'a>(hs: &'a [Held], req: Option<&Request>) -> Option<&'a Held> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lock::{Value, encode};
-    use super::super::proto::Kv;
     use super::*;
 
     fn held(holder: &str, count: u32, rev: i64) -> Held {
-        let value = Value { holder: holder.into(), count, ttl: 5, token: None };
-        let kv = Kv {
-            key: key_of(b"s/permits/", holder),
-            value: encode(&value),
-            create_revision: rev,
-            mod_revision: rev,
-            lease: 1,
-        };
-        Held { kv, value: Some(value) }
+        super::super::keyed::test_held(b"s/permits/", holder, count, rev)
     }
 
     #[test]

@@ -125,6 +125,136 @@ pub async fn mutex_layout(url: &str) {
     assert_eq!(c.inspect(&name).await.unwrap().last_token, Some(t), "the last token is kept");
 }
 
+/// Waits (bounded) until `count` keys are under `prefix`; returns them.
+async fn keys_become(url: &str, prefix: &str, count: usize, what: &str) -> Vec<(String, i64, i64)> {
+    bounded(what, Duration::from_secs(10), async {
+        loop {
+            let keys = etcd_keys(url, prefix);
+            if keys.len() == count {
+                return keys;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}
+
+/// RwLock keys are the etcd recipe's: `NAME/read/<holder>` per reader and
+/// `NAME/write/<holder>` per writer (waiting writers too), each under an etcd lease (the
+/// holding client's session lease for these watchdog holds);
+/// tokens are revisions of the granting txn; a release deletes the key.
+pub async fn rwlock_layout(url: &str) {
+    let (a, b, c) =
+        (Client::connect(url).await.unwrap(), Client::connect(url).await.unwrap(), Client::connect(url).await.unwrap());
+    let name = unique("rw-layout");
+    let (reads, writes) = (format!("{name}/read/"), format!("{name}/write/"));
+    let r1 = a.rw_lock(&name).read().await.unwrap();
+    let r2 = b.rw_lock(&name).read().await.unwrap();
+    let keys = etcd_keys(url, &reads);
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(etcd_keys(url, &writes).is_empty());
+    let info = c.rw_lock(&name).inspect().await.unwrap();
+    for (g, h) in [(&r1, &info.holders[0]), (&r2, &info.holders[1])] {
+        let (key, rev, lease) =
+            keys.iter().find(|k| k.1 == i64::try_from(g.token().get()).unwrap()).expect("token = create revision");
+        assert_eq!(key, &format!("{reads}{}", h.owner), "key is NAME/read/<holder>");
+        assert!(*lease != 0 && *rev > 0);
+    }
+    assert_ne!(keys[0].2, keys[1].2, "two clients' holds are under two leases");
+    let writer = tokio::spawn({
+        let (c, name) = (c.clone(), name.clone());
+        async move { c.rw_lock(&name).write().await }
+    });
+    // The waiting writer's key comes after the readers' and keeps new readers out.
+    let queued = keys_become(url, &writes, 1, "waiting writer key").await;
+    assert!(queued[0].1 > keys[1].1);
+    assert!(a.rw_lock(&name).try_read().await.unwrap().is_none(), "a queued writer keeps readers out");
+    let waiters = c.rw_lock(&name).inspect().await.unwrap().waiters;
+    assert_eq!(queued[0].0, format!("{writes}{}", waiters[0]));
+    r1.release().await.unwrap();
+    r2.release().await.unwrap();
+    let w = bounded("writer granted", Duration::from_secs(5), writer).await.unwrap().unwrap();
+    assert!(etcd_keys(url, &reads).is_empty(), "releases delete the readers' keys");
+    // Granted in place: the same key, now under a lease of the hold; the token is the
+    // grant's revision, above every earlier one.
+    let held = etcd_keys(url, &writes);
+    assert_eq!((held.len(), &held[0].0, held[0].1), (1, &queued[0].0, queued[0].1), "{held:?}");
+    assert_ne!(held[0].2, queued[0].2, "moved off the queue lease");
+    assert!(w.token().get() > u64::try_from(queued[0].1).unwrap());
+    let t = w.token();
+    w.release().await.unwrap();
+    assert!(etcd_keys(url, &writes).is_empty(), "release deletes the key");
+    assert_eq!(c.rw_lock(&name).inspect().await.unwrap().last_token, Some(t), "the last token is kept");
+}
+
+/// Semaphore permits are keys `NAME/permits/<holder>` (a PermitSemaphore's holder is the
+/// permit id), each under an etcd lease (its client's session lease for a watchdog hold, its
+/// own for an explicit one); a permit whose lease etcd ends disappears by itself.
+pub async fn semaphore_layout(url: &str) {
+    let (a, b) = (Client::connect(url).await.unwrap(), Client::connect(url).await.unwrap());
+    let name = unique("sem-layout");
+    let prefix = format!("{name}/permits/");
+    let sem = a.semaphore(&name, 3);
+    let two = sem.acquire_many(2).await.unwrap();
+    let one = b.semaphore(&name, 3).acquire().await.unwrap();
+    let keys = etcd_keys(url, &prefix);
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert_ne!(keys[0].2, keys[1].2, "two clients' holds are under two leases");
+    let info = sem.inspect().await.unwrap();
+    for g in [&two, &one] {
+        let (key, _, lease) =
+            keys.iter().find(|k| k.1 == i64::try_from(g.token().get()).unwrap()).expect("token = create revision");
+        let h = info.holders.iter().find(|h| h.token == g.token()).unwrap();
+        assert_eq!(key, &format!("{prefix}{}", h.owner));
+        assert_eq!(h.count, g.count());
+        assert!(*lease != 0);
+    }
+    two.release().await.unwrap();
+    assert_eq!(etcd_keys(url, &prefix).len(), 1, "release deletes the key");
+    one.release().await.unwrap();
+    assert!(etcd_keys(url, &prefix).is_empty());
+
+    let name = unique("psem-layout");
+    let prefix = format!("{name}/permits/");
+    let psem = a.permit_semaphore(&name, 2);
+    let p = psem.acquire_lease(Duration::from_secs(1)).await.unwrap();
+    let keep = psem.acquire().await.unwrap();
+    let keys = etcd_keys(url, &prefix);
+    let mine = keys.iter().find(|k| k.0 == format!("{prefix}{}", p.id())).expect("key is NAME/permits/<permit id>");
+    assert_eq!(mine.1, i64::try_from(p.token().get()).unwrap());
+    assert!(keys.iter().any(|k| k.0 == format!("{prefix}{}", keep.id())));
+    std::mem::forget(p);
+    // Nobody releases it: etcd ends its lease (1 s, raised to etcd's minimum of 2 s, plus
+    // etcd's expiry check) and the key goes.
+    let left = keys_become(url, &prefix, 1, "expired permit's key gone").await;
+    assert_eq!(left[0].0, format!("{prefix}{}", keep.id()));
+    keep.release().await.unwrap();
+    assert!(etcd_keys(url, &prefix).is_empty());
+}
+
+/// A SIGKILLed process's permit comes back when etcd ends its lease (2 s): its key goes
+/// with the lease, with no client doing anything.
+pub async fn killed_permit_holder_frees(url: &str) {
+    let name = unique("psem-killed");
+    let prefix = format!("{name}/permits/");
+    let (mut child, child_token) = crate::behaviour::crash::spawn_holder(url, &name, "permit").await;
+    let c = Client::connect(url).await.unwrap();
+    let sem = c.permit_semaphore(&name, 1);
+    assert_eq!(sem.available().await.unwrap(), 0, "the child holds the permit");
+    assert_eq!(etcd_keys(url, &prefix).len(), 1);
+    child.kill().unwrap();
+    let killed = Instant::now();
+    child.wait().unwrap();
+    let p = bounded("permit after SIGKILL", Duration::from_secs(10), sem.acquire()).await.unwrap();
+    // Lease 2 s, etcd's expiry check (≤ 0.5 s), the waiter's 1 s re-check at worst.
+    assert!(killed.elapsed() < Duration::from_millis(3500), "took {:?}", killed.elapsed());
+    assert!(p.token().get() > child_token);
+    let keys = etcd_keys(url, &prefix);
+    assert_eq!(keys.len(), 1, "the dead child's key is gone: {keys:?}");
+    assert_eq!(keys[0].0, format!("{prefix}{}", p.id()));
+    p.release().await.unwrap();
+}
+
 /// While `etcdctl lock NAME -- sleep 2` holds, baton waits, and is granted right after.
 pub async fn waits_for_etcdctl(url: &str) {
     let name = unique("etcdctl-holds");
@@ -288,8 +418,9 @@ pub async fn many_waiters_in_order(url: &str) {
 #[macro_export]
 macro_rules! etcd_suite {
     ($url:path) => {
-        $crate::etcd_suite!(@tests $url; url_forms, dead_endpoint_is_skipped, mutex_layout, waits_for_etcdctl,
-            etcdctl_waits_for_baton, handoff_is_prompt);
+        $crate::etcd_suite!(@tests $url; url_forms, dead_endpoint_is_skipped, mutex_layout, rwlock_layout,
+            semaphore_layout, killed_permit_holder_frees, waits_for_etcdctl, etcdctl_waits_for_baton,
+            handoff_is_prompt);
     };
     (@tests $url:path; $($check:ident),* $(,)?) => {
         $(

@@ -176,9 +176,10 @@ impl Transport for Grpc {
             .compare
             .iter()
             .map(|c| {
+                let op = if c.less { CompareOp::Less } else { CompareOp::Equal };
                 let cmp = match c.target {
-                    Target::Create => ECompare::create_revision(c.key.clone(), CompareOp::Equal, c.value),
-                    Target::Mod => ECompare::mod_revision(c.key.clone(), CompareOp::Equal, c.value),
+                    Target::Create => ECompare::create_revision(c.key.clone(), op, c.value),
+                    Target::Mod => ECompare::mod_revision(c.key.clone(), op, c.value),
                 };
                 match &c.range_end {
                     Some(end) => cmp.with_range(end.clone()),
@@ -223,6 +224,14 @@ impl Transport for Grpc {
         match self.call(|mut c| async move { c.lease_keep_alive(id).await }).await {
             Ok(_) => Ok(1),
             Err(e) if e.message().contains("lease not found") => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn lease_ttl(&self, id: i64) -> Result<i64> {
+        match self.call(|mut c| async move { c.lease_time_to_live(id, None).await }).await {
+            Ok(r) => Ok(r.ttl()),
+            Err(e) if e.message().contains("lease not found") => Ok(-1),
             Err(e) => Err(e),
         }
     }

@@ -216,12 +216,13 @@ fn txn_json(t: &Txn) -> Json {
         .compare
         .iter()
         .map(|c| {
+            let result = if c.less { "LESS" } else { "EQUAL" };
             let mut j = match c.target {
                 Target::Create => json!({
-                    "key": b64(&c.key), "target": "CREATE", "result": "EQUAL", "create_revision": c.value.to_string()
+                    "key": b64(&c.key), "target": "CREATE", "result": result, "create_revision": c.value.to_string()
                 }),
                 Target::Mod => json!({
-                    "key": b64(&c.key), "target": "MOD", "result": "EQUAL", "mod_revision": c.value.to_string()
+                    "key": b64(&c.key), "target": "MOD", "result": result, "mod_revision": c.value.to_string()
                 }),
             };
             if let Some(end) = &c.range_end {
@@ -381,6 +382,14 @@ impl Transport for Http {
     async fn lease_keepalive(&self, id: i64) -> Result<i64> {
         let j: JKeepAlive = self.post("/v3/lease/keepalive", &json!({ "ID": id.to_string() })).await?;
         Ok(j.result.map_or(0, |r| r.ttl))
+    }
+
+    async fn lease_ttl(&self, id: i64) -> Result<i64> {
+        match self.post::<JLease>("/v3/lease/timetolive", &json!({ "ID": id.to_string() })).await {
+            Ok(j) => Ok(j.ttl),
+            Err(e) if e.message().contains("lease not found") => Ok(-1),
+            Err(e) => Err(e),
+        }
     }
 
     async fn lease_revoke(&self, id: i64) -> Result<()> {

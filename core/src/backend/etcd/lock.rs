@@ -67,6 +67,11 @@ pub(crate) struct Value {
     pub(crate) count: u32,
     /// The TTL (seconds) of the lease the key is attached to.
     pub(crate) ttl: i64,
+    /// The hold's fencing token when it is not the key's own revision (the RwLock and
+    /// semaphore layouts, `keyed`: written by a rewrite of a granted key); the lock queue
+    /// never writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token: Option<i64>,
 }
 
 /// One contender under `NAME/`, oldest first.
@@ -228,7 +233,7 @@ async fn session_create(t: &dyn Transport, local: &Local, keys: &LockKeys, req: 
     let ttl = secs(req.lease_ms);
     let s = local.sessions.get(ttl).await?;
     let key = keys.entry_key(s.lease);
-    let value = Value { holder: req.holder.clone(), count: 1, ttl };
+    let value = Value { holder: req.holder.clone(), count: 1, ttl, token: None };
     let txn = Txn {
         compare: vec![Compare::none_under(&keys.prefix)],
         success: vec![TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(s.lease) }],
@@ -478,7 +483,7 @@ async fn create(
         local.alive(lease, sent, ttl);
     }
     let key = keys.entry_key(lease);
-    let value = Value { holder: req.holder.clone(), count: u32::from(expect_first), ttl };
+    let value = Value { holder: req.holder.clone(), count: u32::from(expect_first), ttl, token: None };
     let txn = Txn {
         compare: vec![Compare::create(&key, 0)],
         success: vec![
@@ -867,11 +872,11 @@ impl Local {
         f(&mut self.waiting.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    fn remember(&self, prefix: &[u8], holder: &str, lease: i64) {
+    pub(crate) fn remember(&self, prefix: &[u8], holder: &str, lease: i64) {
         self.with(|m| m.entry((prefix.to_vec(), holder.to_owned())).or_default().push((lease, Instant::now())));
     }
 
-    fn forget(&self, prefix: &[u8], holder: &str, lease: i64) {
+    pub(crate) fn forget(&self, prefix: &[u8], holder: &str, lease: i64) {
         self.alive.lock().unwrap_or_else(|p| p.into_inner()).remove(&lease);
         self.with(|m| {
             let k = (prefix.to_vec(), holder.to_owned());
@@ -884,7 +889,7 @@ impl Local {
         });
     }
 
-    fn take(&self, prefix: &[u8], holder: &str) -> Vec<i64> {
+    pub(crate) fn take(&self, prefix: &[u8], holder: &str) -> Vec<i64> {
         let leases: Vec<i64> = self
             .with(|m| m.remove(&(prefix.to_vec(), holder.to_owned())))
             .unwrap_or_default()

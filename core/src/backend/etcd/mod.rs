@@ -5,15 +5,19 @@
 //!   `NAME/<lease hex>` keys, the lowest create revision holds, each waiter watches its
 //!   predecessor, the token is the create revision, leases are etcd leases (the server's
 //!   clock). `etcdctl lock NAME` and Go services contend on the same locks.
-//! - `RwLock`, `Semaphore`, `PermitSemaphore` and `CountDownLatch`, which etcd has no
-//!   recipe for that baton could share, keep the state machine of `crate::state` as one
-//!   JSON value per name (`baton/<kind>/<name>`), rewritten by a txn guarded on its mod
-//!   revision and retried on conflict; waiters watch `baton/wake/<kind>/<name>`, which a
-//!   write touches only when it may let a waiter in. etcd has no clock to read, so the
-//!   leases of these kinds are measured on the clients' wall clocks (see the doc).
+//! - `RwLock` is the etcd recipes' read/write prefixes (`rwlock`): `NAME/read/<holder>` and
+//!   `NAME/write/<holder>` keys; `Semaphore` and `PermitSemaphore` are leased permit keys
+//!   `NAME/permits/<holder or permit id>` (`semaphore`); both over the per-holder keys of
+//!   `keyed`, each hold under an etcd lease (the client's session lease for watchdog holds).
+//! - `CountDownLatch` is a counter value `baton/latch/<name>` (the state machine of
+//!   `crate::state` as JSON), rewritten by a txn guarded on its mod revision and retried on
+//!   conflict; waiters watch that key.
 
+mod keyed;
 mod lock;
 mod proto;
+mod rwlock;
+mod semaphore;
 mod session;
 mod txnlock;
 mod v3lock;
@@ -32,15 +36,18 @@ use async_trait::async_trait;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use self::keyed::WaitSub;
 use self::lock::LockKeys;
 use self::proto::{Compare, Range, Transport, Txn, TxnOp, WatchStream};
+use self::rwlock::{RwBlocker, RwKeys};
+use self::semaphore::{SemBlocker, SemKeys};
 use self::txnlock::TxnKeys;
 use super::stateful::{Op, StateStore};
 use super::{Backend, COMMON_OPTIONS, Family, Key, Subscription};
 use crate::FencingToken;
 use crate::error::{Error, Result};
 use crate::inspect::{Holder, Inspection};
-use crate::state::{self, Attempt, KeyState, Released, Request};
+use crate::state::{Attempt, KeyState, Released, Request};
 use crate::url::StoreUrl;
 
 /// Options of the etcd schemes besides the common ones.
@@ -200,6 +207,15 @@ impl Etcd {
         })
     }
 
+    /// A waiter's subscription on a RwLock or semaphore: one key watched at a time.
+    fn wait_sub(&self, key: &Key, req: Option<Request>) -> Box<dyn Subscription> {
+        let t = self.t.clone();
+        match key.family {
+            Family::Semaphore => Box::new(WaitSub::new(t, SemBlocker { keys: SemKeys::new(&key.name), req })),
+            _ => Box::new(WaitSub::new(t, RwBlocker { keys: RwKeys::new(&key.name), req })),
+        }
+    }
+
     async fn txn_inspect(&self, key: &Key) -> Result<Inspection> {
         let (holder, fence) = txnlock::read(&*self.t, &TxnKeys::new(&key.name)).await?;
         let holders: Vec<Holder> = holder
@@ -252,7 +268,9 @@ impl Backend for Etcd {
                 let _one = self.steps.lock(&keys.own(&req.holder)).await;
                 lock::acquire(&*self.t, &self.local, &keys, req).await
             }
-            _ => Backend::acquire(&self.state, key, req).await,
+            Family::RwLock => rwlock::acquire(&*self.t, &self.local, &RwKeys::new(&key.name), req).await,
+            Family::Semaphore => semaphore::acquire(&*self.t, &self.local, &SemKeys::new(&key.name), req).await,
+            Family::Latch => Backend::acquire(&self.state, key, req).await,
         }
     }
 
@@ -274,7 +292,16 @@ impl Backend for Etcd {
                 let _one = self.steps.lock(&keys.own(holder)).await;
                 lock::renew(&*self.t, &self.local, &keys, holder, ms).await
             }
-            _ => Backend::renew(&self.state, key, holder, lease).await,
+            Family::RwLock | Family::Semaphore => {
+                let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+                for k in own_keys(key, holder) {
+                    if keyed::renew(&*self.t, &self.local, &k, holder, ms).await? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Family::Latch => Backend::renew(&self.state, key, holder, lease).await,
         }
     }
 
@@ -299,7 +326,16 @@ impl Backend for Etcd {
                 let _one = self.steps.lock(&keys.own(holder)).await;
                 lock::release(&*self.t, &self.local, &keys, holder, count).await
             }
-            _ => Backend::release(&self.state, key, holder, count).await,
+            Family::RwLock | Family::Semaphore => {
+                for k in own_keys(key, holder) {
+                    match keyed::release(&*self.t, &k, &fence_key(key), holder, count).await? {
+                        Released::NotHeld => {}
+                        done => return Ok(done),
+                    }
+                }
+                Ok(Released::NotHeld)
+            }
+            Family::Latch => Backend::release(&self.state, key, holder, count).await,
         }
     }
 
@@ -313,7 +349,10 @@ impl Backend for Etcd {
                 let _ = &self.steps;
                 lock::leave_queue(&*self.t, &self.local, &keys, holder).await
             }
-            _ => Backend::leave_queue(&self.state, key, holder).await,
+            // Only writers wait with a key.
+            Family::RwLock => keyed::leave_queue(&*self.t, &self.local, &RwKeys::new(&key.name).write, holder).await,
+            Family::Semaphore => Ok(()),
+            Family::Latch => Backend::leave_queue(&self.state, key, holder).await,
         }
     }
 
@@ -334,7 +373,8 @@ impl Backend for Etcd {
                 local: self.local.clone(),
                 watch: None,
             })),
-            _ => StateStore::subscribe(&self.state, key).await,
+            Family::RwLock | Family::Semaphore => Ok(self.wait_sub(key, None)),
+            Family::Latch => StateStore::subscribe(&self.state, key).await,
         }
     }
 
@@ -348,7 +388,8 @@ impl Backend for Etcd {
                 local: self.local.clone(),
                 watch: None,
             })),
-            _ => StateStore::subscribe(&self.state, key).await,
+            Family::RwLock | Family::Semaphore => Ok(self.wait_sub(key, Some(req.clone()))),
+            Family::Latch => StateStore::subscribe(&self.state, key).await,
         }
     }
 
@@ -357,7 +398,19 @@ impl Backend for Etcd {
             _ if self.scheme == Scheme::V3Lock && key.family != Family::Lock => Err(v3lock_only(key)),
             Family::Lock if self.scheme == Scheme::Txn => self.txn_inspect(key).await,
             Family::Lock => self.lock_inspect(key).await,
-            _ => Backend::inspect(&self.state, key).await,
+            Family::RwLock => {
+                let v = rwlock::view(&*self.t, &RwKeys::new(&key.name)).await?;
+                let (holders, waiters) = rwlock::describe(&*self.t, &v).await?;
+                Ok(lock_inspection(key, holders, waiters, v.fence))
+            }
+            Family::Semaphore => {
+                let keys = SemKeys::new(&key.name);
+                let (mut all, fence, _) = keyed::read(&*self.t, &[&keys.permits], &keys.fence).await?;
+                let hs = all.pop().unwrap_or_default();
+                let holders = keyed::holders(&*self.t, hs.iter().map(|h| (h, "permits"))).await?;
+                Ok(lock_inspection(key, holders, Vec::new(), fence))
+            }
+            Family::Latch => Backend::inspect(&self.state, key).await,
         }
     }
 
@@ -415,9 +468,9 @@ impl Backend for Etcd {
     }
 }
 
-/// A lock's inspection: its last token is the larger of the holder's and the recorded one.
+/// An inspection from keys: the last token is the largest of the holders' and the recorded one.
 fn lock_inspection(key: &Key, holders: Vec<Holder>, waiters: Vec<String>, fence: u64) -> Inspection {
-    let last = holders.first().map_or(0, |h| h.token.get()).max(fence);
+    let last = holders.iter().map(|h| h.token.get()).max().unwrap_or(0).max(fence);
     Inspection {
         name: key.name.clone(),
         kind: key.family.as_str(),
@@ -557,7 +610,7 @@ impl Subscription for LockSub {
 }
 
 /// Watches one key, one watch kept across waits: `?scheme=txn`'s lock key (a deletion
-/// wakes) and a state kind's wake key (any write wakes).
+/// wakes) and a latch's counter (any write wakes).
 struct KeySub {
     t: Arc<dyn Transport>,
     key: Vec<u8>,
@@ -602,22 +655,40 @@ impl Subscription for KeySub {
     }
 }
 
-/// The state-machine kinds: one JSON value per name.
+/// The latch: one JSON counter value per name (the state machine of `crate::state`).
 #[derive(Debug)]
 pub(crate) struct EtcdState {
     t: Arc<dyn Transport>,
     steps: Steps,
 }
 
+/// Where a RwLock or semaphore holder's key may be, likeliest first: a writer's id ends in
+/// `:write` (as `crate::state::read_holder_of` pairs them), but an owner given by the caller
+/// may too, so a RwLock holder not found there is looked for on the other side.
+fn own_keys(key: &Key, holder: &str) -> Vec<Vec<u8>> {
+    match key.family {
+        Family::Semaphore => vec![SemKeys::new(&key.name).own(holder)],
+        _ => {
+            let (keys, write) = (RwKeys::new(&key.name), holder.ends_with(":write"));
+            vec![keys.own(holder, write), keys.own(holder, !write)]
+        }
+    }
+}
+
+/// Where a RwLock or semaphore records the last token released.
+fn fence_key(key: &Key) -> Vec<u8> {
+    match key.family {
+        Family::Semaphore => SemKeys::new(&key.name).fence,
+        _ => RwKeys::new(&key.name).fence,
+    }
+}
+
 fn state_key(key: &Key) -> Vec<u8> {
     format!("baton/{}/{}", key.family.as_str(), key.name).into_bytes()
 }
 
-fn wake_key(key: &Key) -> Vec<u8> {
-    format!("baton/wake/{}/{}", key.family.as_str(), key.name).into_bytes()
-}
-
-/// The clients' wall clock in milliseconds (etcd has no clock to read; see the module doc).
+/// The clients' wall clock in milliseconds (etcd has no clock to read; the latch has no
+/// leases, so nothing depends on it).
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
@@ -667,7 +738,7 @@ impl StateStore for EtcdState {
     /// Opened (and confirmed) before the engine's next attempt, from now: that attempt
     /// reads the state, and every later change is on the watch.
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-        Ok(Box::new(KeySub::start(self.t.clone(), &wake_key(key), false).await?))
+        Ok(Box::new(KeySub::start(self.t.clone(), &state_key(key), false).await?))
     }
 
     async fn close(&self) {}
@@ -676,26 +747,17 @@ impl StateStore for EtcdState {
 /// Runs `batch` in order on one read of the state and writes the result back in one txn
 /// guarded on the state's mod revision; on a conflicting write, reads and runs again.
 async fn run_batch(t: &dyn Transport, key: &Key, batch: &[Pending]) -> Result<Vec<Box<dyn Any + Send>>> {
-    let (skey, wkey) = (state_key(key), wake_key(key));
+    let skey = state_key(key);
     for attempt in 0..STATE_RACES {
         let (mut s, rev) = load(t, key).await?;
         let before = s.clone();
         let now = now_ms();
-        let mut frees = false;
-        let mut outs = Vec::with_capacity(batch.len());
-        for p in batch {
-            let step_before = s.clone();
-            outs.push((p.op)(&mut s, now));
-            frees |= state::frees(&step_before, &s);
-        }
+        let outs: Vec<_> = batch.iter().map(|p| (p.op)(&mut s, now)).collect();
         if s == before {
             return Ok(outs);
         }
         let value = serde_json::to_vec(&s).map_err(|e| Error::backend(format!("etcd: {e}")))?;
-        let mut success = vec![TxnOp::Put { key: skey.clone(), value, lease: Some(0) }];
-        if frees {
-            success.push(TxnOp::Put { key: wkey.clone(), value: Vec::new(), lease: Some(0) });
-        }
+        let success = vec![TxnOp::Put { key: skey.clone(), value, lease: Some(0) }];
         let txn = Txn { compare: vec![Compare::modified(&skey, rev)], success, failure: vec![] };
         if t.txn(txn).await?.succeeded {
             return Ok(outs);

@@ -68,26 +68,33 @@ pub(crate) enum Target {
     Mod,
 }
 
-/// One txn guard: `target(key) == value` (a missing key has revision 0); over a range,
-/// every key in it must match (an empty range compares as one missing key).
+/// One txn guard: `target(key) == value` (or `< value` when `less`; a missing key has
+/// revision 0); over a range, every key in it must match (an empty range compares as one
+/// missing key).
 #[derive(Debug, Clone)]
 pub(crate) struct Compare {
     pub(crate) key: Vec<u8>,
     pub(crate) range_end: Option<Vec<u8>>,
     pub(crate) target: Target,
     pub(crate) value: i64,
+    pub(crate) less: bool,
 }
 
 impl Compare {
     pub(crate) fn create(key: &[u8], rev: i64) -> Compare {
-        Compare { key: key.to_vec(), range_end: None, target: Target::Create, value: rev }
+        Compare { key: key.to_vec(), range_end: None, target: Target::Create, value: rev, less: false }
     }
     pub(crate) fn modified(key: &[u8], rev: i64) -> Compare {
-        Compare { key: key.to_vec(), range_end: None, target: Target::Mod, value: rev }
+        Compare { key: key.to_vec(), range_end: None, target: Target::Mod, value: rev, less: false }
     }
     /// No key under `prefix`.
     pub(crate) fn none_under(prefix: &[u8]) -> Compare {
-        Compare { key: prefix.to_vec(), range_end: Some(prefix_end(prefix)), target: Target::Create, value: 0 }
+        Compare { range_end: Some(prefix_end(prefix)), ..Compare::create(prefix, 0) }
+    }
+    /// No key under `prefix` was created or rewritten after revision `rev` (deletions
+    /// pass: they only ever free something).
+    pub(crate) fn unchanged_under_since(prefix: &[u8], rev: i64) -> Compare {
+        Compare { range_end: Some(prefix_end(prefix)), less: true, ..Compare::modified(prefix, rev.saturating_add(1)) }
     }
 }
 
@@ -164,6 +171,9 @@ pub(crate) trait Transport: Send + Sync + std::fmt::Debug + 'static {
     async fn lease_grant(&self, ttl_s: i64) -> Result<i64>;
     /// One keep-alive; returns the lease's new TTL in seconds, 0 when the lease is gone.
     async fn lease_keepalive(&self, id: i64) -> Result<i64>;
+    /// The lease's remaining time in whole seconds, rounded down (etcd ends it within
+    /// one more second); 0 or less when it is gone.
+    async fn lease_ttl(&self, id: i64) -> Result<i64>;
     /// Revokes a lease (its keys go at once); a lease already gone is not an error.
     async fn lease_revoke(&self, id: i64) -> Result<()>;
     /// Watches `r` (one key or a prefix) for changes after revision `after`, or from now

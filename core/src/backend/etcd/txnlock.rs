@@ -64,7 +64,7 @@ pub(crate) async fn acquire(t: &dyn Transport, keys: &TxnKeys, req: &Request) ->
         }
         let ttl = secs(req.lease_ms);
         let lease = t.lease_grant(ttl).await?;
-        let v = Value { holder: req.holder.clone(), count: 1, ttl };
+        let v = Value { holder: req.holder.clone(), count: 1, ttl, token: None };
         // The seed's txn: If(CreateRevision(key) == 0).Then(Put(key, lease)).Else(Get(key)).
         let txn = Txn {
             compare: vec![Compare::create(&keys.key, 0)],

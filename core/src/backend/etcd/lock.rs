@@ -95,8 +95,9 @@ impl Entry {
         }
     }
 
-    /// A baton waiter that has not been granted yet.
-    pub(crate) fn waiting(&self) -> bool {
+    /// A baton waiter not granted yet (count 0).
+    #[cfg(test)]
+    fn waiting(&self) -> bool {
         self.value.as_ref().is_some_and(|v| v.count == 0)
     }
 

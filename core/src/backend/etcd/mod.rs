@@ -233,14 +233,16 @@ impl Etcd {
 
     async fn lock_inspect(&self, key: &Key) -> Result<Inspection> {
         let (es, fence) = lock::read(&*self.t, &LockKeys::new(&key.name)).await?;
-        let head = es.first().filter(|e| !e.waiting());
+        // The lowest key holds, as for etcd's own clients: a waiter granted on the watch
+        // event (`lock::handoff`) is the holder while its key still says "waiting".
+        let head = es.first();
         // The lock service writes no holder: this process's own holds are known here.
         let own = |e: &lock::Entry| self.v3.describe(&e.kv.key);
         let holders: Vec<Holder> = head
             .map(|e| Holder {
                 owner: own(e).map_or_else(|| e.owner(), |(h, _)| h),
                 mode: "exclusive",
-                count: own(e).map_or_else(|| e.count(), |(_, n)| n),
+                count: own(e).map_or_else(|| e.count().max(1), |(_, n)| n),
                 token: FencingToken::new(u64::try_from(e.kv.create_revision).unwrap_or(0)),
                 // etcd reports whole seconds: the engine's own deadline is more precise.
                 lease_left: None,

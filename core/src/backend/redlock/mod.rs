@@ -324,19 +324,30 @@ impl Redlock {
     }
 
     /// Writes `token` back to the granting nodes whose counter is below it; how many
-    /// granting nodes hold it afterwards.
+    /// granting nodes hold it afterwards. The nodes whose answer was not waited for
+    /// (`each_until`) get it in the background, after that answer: any later quorum then
+    /// meets the token even when nodes restart empty (a node that did not grant only
+    /// has its counter raised; the script leaves holds it does not know alone).
     async fn write_back(&self, key: &Key, req: &Request, answers: &[Result<(Attempt, u64)>], token: u64) -> usize {
         let limit = self.per_node(Duration::from_millis(req.lease_ms));
         let mut at_token = 0;
-        let mut raise = Vec::new();
+        let (mut raise, mut later) = (Vec::new(), Vec::new());
         for (n, a) in self.nodes.iter().zip(answers) {
             match a {
                 Ok((Attempt::Granted { .. }, t)) if *t >= token => at_token += 1,
                 Ok((Attempt::Granted { .. }, _)) => {
                     raise.push(tokio::time::timeout(limit, n.redis.raise_fence(key, &req.holder, token)))
                 }
+                Err(e) if e.kind() == ErrorKind::Connection => later.push(n.clone()),
                 _ => {}
             }
+        }
+        if !later.is_empty() {
+            let (key, holder) = (key.clone(), req.holder.clone());
+            tokio::spawn(async move {
+                join_all(later.iter().map(|n| n.step(Some(&key), limit, n.redis.raise_fence(&key, &holder, token))))
+                    .await;
+            });
         }
         at_token + join_all(raise).await.into_iter().filter(|r| matches!(r, Ok(Ok(())))).count()
     }

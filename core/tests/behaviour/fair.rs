@@ -147,18 +147,21 @@ pub async fn random_cancellation_leaves_no_queue_place(store: &Store) {
     for t in tasks {
         bounded("cancelling rounds", Duration::from_secs(30), t).await.unwrap();
     }
+    // Attempts already sent when their futures were dropped still run in the background,
+    // each taking a place and giving it back, so the queue can look empty between two of
+    // them: the check is that a newcomer gets in (with no place left) soon, not at one read.
     // Bound: the background `leave_queue`s run in well under a second on an idle machine
     // (up to ~2 s for 400 of them on a loaded one over MySQL); stale places would only go
     // after the 5 s queue ttl, so 4 s still tells the two apart.
-    let took = eventually("no queue places left", Duration::from_secs(4), || async {
+    g.release().await.unwrap();
+    let c = store.client().await;
+    let took = eventually("a newcomer let in, no queue places left", Duration::from_secs(4), || async {
+        let Some(g) = c.fair_lock(&name).try_acquire().await.unwrap() else { return false };
+        g.release().await.unwrap();
         a.fair_lock(&name).inspect().await.unwrap().waiters.is_empty()
     })
     .await;
-    eprintln!("queue empty {took:?} after the last cancelled fair acquire");
-    g.release().await.unwrap();
-    let c = store.client().await;
-    let g = c.fair_lock(&name).try_acquire().await.unwrap();
-    assert!(g.is_some(), "a cancelled waiter still blocks the fair lock");
+    eprintln!("fair lock free {took:?} after the last cancelled acquire");
 }
 
 /// The fair lock excludes: 6 tasks × 30 rounds of a non-atomic read-modify-write.

@@ -139,11 +139,17 @@ fn duration_option(url: &StoreUrl, name: &str, default: Duration, zero_ok: bool)
 /// One gate per store and key in this process: the attempts of its clients on one key
 /// take turns, so that they never split the nodes between themselves (a split costs
 /// every side a release and a random pause); the others learn `Busy` from a quorum.
-fn gate(store: &str, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
-    type Gates = Mutex<HashMap<(String, Key), Weak<tokio::sync::Mutex<()>>>>;
+///
+/// With `holder`, one gate per holder of the key: its acquires and releases take turns,
+/// so that every node sees them in the same order. A release of a cancelled attempt's
+/// grant running beside the next attempt of the same handle would otherwise land before
+/// it on some nodes (a fresh grant there) and after it on others (a re-entry there), and
+/// the undo of that split round could not give back the same hold everywhere.
+fn gate(store: &str, key: &Key, holder: Option<&str>) -> Arc<tokio::sync::Mutex<()>> {
+    type Gates = Mutex<HashMap<(String, Key, Option<String>), Weak<tokio::sync::Mutex<()>>>>;
     static GATES: LazyLock<Gates> = LazyLock::new(Gates::default);
     let mut gates = GATES.lock().unwrap_or_else(|p| p.into_inner());
-    let id = (store.to_owned(), key.clone());
+    let id = (store.to_owned(), key.clone(), holder.map(str::to_owned));
     if let Some(g) = gates.get(&id).and_then(Weak::upgrade) {
         return g;
     }
@@ -450,7 +456,10 @@ impl Backend for Redlock {
         let need = quorum::quorum(n, limit);
         let ttl = Duration::from_millis(req.lease_ms);
         let drift = quorum::drift(ttl, self.drift_factor);
-        let gate = gate(&self.store, key);
+        // The holder's turn first, always in this order (a release takes only that one).
+        let mine = gate(&self.store, key, Some(&req.holder));
+        let _my_turn = mine.lock().await;
+        let gate = gate(&self.store, key, None);
         let _turn = gate.lock().await;
         let mut round = 0;
         loop {
@@ -571,6 +580,8 @@ impl Backend for Redlock {
         // Settled once a majority answered and one of them held it: the rest can only
         // agree (they free it too, or lost it already).
         let need = quorum::quorum(self.nodes.len(), 1);
+        let mine = gate(&self.store, key, Some(holder));
+        let _my_turn = mine.lock().await;
         let step = |n: Arc<Node>| {
             let (key, holder) = (key.clone(), holder.to_owned());
             async move { n.redis.release(&key, &holder, count).await }

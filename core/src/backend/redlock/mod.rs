@@ -85,6 +85,29 @@ impl Node {
         }
     }
 
+    /// `step` on this node in the background, after the steps on `key` still answering
+    /// here and before any later one (which waits for it as for a straggler).
+    fn step_behind<T: Send + 'static>(
+        self: &Arc<Self>,
+        key: &Key,
+        limit: Duration,
+        step: impl Future<Output = Result<T>> + Send + 'static,
+    ) {
+        let ahead = self.behind.lock().unwrap_or_else(|p| p.into_inner()).get(key).and_then(Weak::upgrade);
+        let turn = self.straggling(key);
+        tokio::spawn(async move {
+            let run = async {
+                if let Some(ahead) = ahead {
+                    drop(ahead.lock().await);
+                }
+                step.await
+            };
+            // No answer in time: it may land later, still before any later step (sent after).
+            let _ = tokio::time::timeout(limit, run).await;
+            drop(turn);
+        });
+    }
+
     /// Marks the step on `key` here as answering in the background until the guard drops.
     fn straggling(&self, key: &Key) -> Option<tokio::sync::OwnedMutexGuard<()>> {
         let turn = Arc::new(tokio::sync::Mutex::new(()));
@@ -348,12 +371,9 @@ impl Redlock {
                 _ => {}
             }
         }
-        if !later.is_empty() {
-            let (key, holder) = (key.clone(), req.holder.clone());
-            tokio::spawn(async move {
-                join_all(later.iter().map(|n| n.step(Some(&key), limit, n.redis.raise_fence(&key, &holder, token))))
-                    .await;
-            });
+        for n in later {
+            let (n2, key2, holder) = (n.clone(), key.clone(), req.holder.clone());
+            n.step_behind(key, limit, async move { n2.redis.raise_fence(&key2, &holder, token).await });
         }
         at_token + join_all(raise).await.into_iter().filter(|r| matches!(r, Ok(Ok(())))).count()
     }
@@ -392,14 +412,18 @@ fn granted(answers: &[Result<(Attempt, u64)>]) -> (u64, u32, bool) {
 }
 
 /// Merges the nodes' views of a key: the holds and waiters a quorum of nodes agrees on
-/// (each with the least lease left), the largest counter. Times are made relative to
-/// each node's own clock (the result's `now` is 0).
+/// (each with the least lease left), and the largest counter a quorum has reached. Times
+/// are made relative to each node's own clock (the result's `now` is 0).
+///
+/// Why not the largest counter: a node counts up in a round that is then undone, or
+/// answers a grant after the quorum did, so it may stand above the last token granted;
+/// a grant leaves its token on a quorum and fewer than a quorum of nodes (those outside
+/// its granting quorum) can stand above it, so the quorum-th largest is that token.
 fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
     let mut holds: Vec<(Hold, usize)> = Vec::new();
     let mut queue: Vec<(Waiter, usize)> = Vec::new();
-    let mut fence = 0;
+    let fence = quorum_th(views.iter().map(|(s, _)| s.fence).collect(), need);
     for (s, now) in views {
-        fence = fence.max(s.fence);
         for mut h in s.holds {
             h.expires_ms = h.expires_ms.saturating_sub(now);
             match holds.iter_mut().find(|(x, _)| x.holder == h.holder) {
@@ -429,6 +453,13 @@ fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
         queue: queue.into_iter().filter(|(_, seen)| *seen >= need).map(|(w, _)| w).collect(),
         count: 0,
     }
+}
+
+/// The largest value at least `need` of `values` reach (the smallest of them all when
+/// fewer answered).
+fn quorum_th(mut values: Vec<u64>, need: usize) -> u64 {
+    values.sort_unstable_by(|a, b| b.cmp(a));
+    values.get(need.saturating_sub(1)).or(values.last()).copied().unwrap_or(0)
 }
 
 #[async_trait]
@@ -693,7 +724,8 @@ mod tests {
             (KeyState { fence: 1, holds: vec![hold("b", 1, 900)], ..KeyState::default() }, 0),
         ];
         let s = merge(views, 2);
-        assert_eq!(s.fence, 9);
+        // 9 on one node alone (a round undone there): 4 is what a quorum reached.
+        assert_eq!(s.fence, 4);
         assert_eq!(s.holds, vec![hold("a", 4, 400)]);
     }
 }

@@ -31,6 +31,7 @@ use futures_util::StreamExt;
 use futures_util::future::join_all;
 use futures_util::stream::FuturesUnordered;
 use rand::Rng;
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::redis::Redis;
@@ -57,6 +58,12 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(1);
 /// this many names the map starts over, and a renewal of a forgotten name needs every
 /// node. Also the size at which the process's gates are swept.
 const LIMITS_KEPT: usize = 4096;
+
+/// Per node, the answer `each_until` did not wait for, once it comes.
+type Late<T> = Vec<Option<oneshot::Receiver<Result<T>>>>;
+
+/// One acquire round's answers (each with the node's token counter) and the late ones.
+type Answers<'a> = (&'a [Result<(Attempt, u64)>], Late<(Attempt, u64)>);
 
 /// One node and its address (for messages).
 struct Node {
@@ -106,6 +113,15 @@ impl Node {
             let _ = tokio::time::timeout(limit, run).await;
             drop(turn);
         });
+    }
+
+    /// Once every background step here has ended.
+    async fn settled(&self) {
+        let turns: Vec<_> =
+            self.behind.lock().unwrap_or_else(|p| p.into_inner()).values().filter_map(Weak::upgrade).collect();
+        for t in turns {
+            drop(t.lock().await);
+        }
     }
 
     /// Marks the step on `key` here as answering in the background until the guard drops.
@@ -270,14 +286,15 @@ impl Redlock {
     /// step (a quorum granted, renewed or released): on a loaded host the slowest nodes
     /// then cost nothing. The others finish in a task of their own; their commands went
     /// out first on their node's connection, so a later step of this client reaches each
-    /// node after them. An answer not waited for reads as `Connection` (it may land).
+    /// node after them. An answer not waited for reads as `Connection` (it may land); it
+    /// comes later on that node's receiver (`Late`).
     async fn each_until<T, F, Fut>(
         &self,
         key: &Key,
         limit: Duration,
         step: F,
         decided: impl Fn(&[&Result<T>]) -> bool,
-    ) -> Vec<Result<T>>
+    ) -> (Vec<Result<T>>, Late<T>)
     where
         T: Send + 'static,
         F: Fn(Arc<Node>) -> Fut,
@@ -293,6 +310,7 @@ impl Redlock {
             })
             .collect();
         let mut answered: Vec<(usize, Result<T>)> = Vec::with_capacity(self.nodes.len());
+        let mut late: Late<T> = (0..self.nodes.len()).map(|_| None).collect();
         while let Some(a) = running.next().await {
             answered.push(a);
             let so_far: Vec<&Result<T>> = answered.iter().map(|(_, r)| r).collect();
@@ -303,8 +321,21 @@ impl Redlock {
                     .enumerate()
                     .map(|(i, n)| answered.iter().all(|(a, _)| *a != i).then(|| n.straggling(key)).flatten())
                     .collect();
+                let mut tell: Vec<_> = (0..self.nodes.len())
+                    .map(|i| {
+                        behind[i].is_some().then(|| {
+                            let (tx, rx) = oneshot::channel();
+                            late[i] = Some(rx);
+                            tx
+                        })
+                    })
+                    .collect();
                 tokio::spawn(async move {
-                    while let Some((i, _)) = running.next().await {
+                    while let Some((i, r)) = running.next().await {
+                        // Told before the node's turn ends: a step behind it reads it then.
+                        if let Some(tx) = tell[i].take() {
+                            let _ = tx.send(r);
+                        }
                         behind[i] = None;
                     }
                 });
@@ -315,10 +346,12 @@ impl Redlock {
         for (i, r) in answered {
             out[i] = Some(r);
         }
-        out.into_iter()
+        let out = out
+            .into_iter()
             .zip(&self.nodes)
             .map(|(r, n)| r.unwrap_or_else(|| Err(Error::connection(format!("Redis node {}: still answering", n.at)))))
-            .collect()
+            .collect();
+        (out, late)
     }
 
     /// The quorum of a step on `key` (a semaphore's depends on its limit).
@@ -353,27 +386,45 @@ impl Redlock {
     }
 
     /// Writes `token` back to the granting nodes whose counter is below it; how many
-    /// granting nodes hold it afterwards. The nodes whose answer was not waited for
-    /// (`each_until`) get it in the background, after that answer: any later quorum then
-    /// meets the token even when nodes restart empty (a node that did not grant only
-    /// has its counter raised; the script leaves holds it does not know alone).
-    async fn write_back(&self, key: &Key, req: &Request, answers: &[Result<(Attempt, u64)>], token: u64) -> usize {
+    /// granting nodes hold it afterwards. The refusing nodes below it, and the nodes whose
+    /// answer was not waited for (`each_until`, after that answer), get it in the
+    /// background: the token then sits on every node that answered, and any later quorum
+    /// meets it even when nodes restart empty (a node that did not grant only has its
+    /// counter raised; the script leaves holds it does not know alone).
+    async fn write_back(&self, key: &Key, req: &Request, answers: Answers<'_>, token: u64) -> usize {
         let limit = self.per_node(Duration::from_millis(req.lease_ms));
         let mut at_token = 0;
-        let (mut raise, mut later) = (Vec::new(), Vec::new());
-        for (n, a) in self.nodes.iter().zip(answers) {
-            match a {
-                Ok((Attempt::Granted { .. }, t)) if *t >= token => at_token += 1,
-                Ok((Attempt::Granted { .. }, _)) => {
-                    raise.push(tokio::time::timeout(limit, n.redis.raise_fence(key, &req.holder, token)))
+        let mut raise = Vec::new();
+        let (answers, mut late) = answers;
+        for ((n, a), late) in self.nodes.iter().zip(answers).zip(late.iter_mut()) {
+            let late = match a {
+                Ok((Attempt::Granted { .. }, t)) if *t >= token => {
+                    at_token += 1;
+                    continue;
                 }
-                Err(e) if e.kind() == ErrorKind::Connection => later.push(n.clone()),
-                _ => {}
-            }
-        }
-        for n in later {
+                Ok((Attempt::Granted { .. }, _)) => {
+                    raise.push(tokio::time::timeout(limit, n.redis.raise_fence(key, &req.holder, token)));
+                    continue;
+                }
+                Ok((Attempt::Busy { .. }, counter)) if *counter >= token => continue,
+                Ok((Attempt::Busy { .. }, _)) => None,
+                Err(e) if e.kind() == ErrorKind::Connection => late.take(),
+                Err(_) => continue,
+            };
+            // A late answer that already meets the token (the usual case: the nodes agree
+            // on the counter) needs nothing more.
             let (n2, key2, holder) = (n.clone(), key.clone(), req.holder.clone());
-            n.step_behind(key, limit, async move { n2.redis.raise_fence(&key2, &holder, token).await });
+            n.step_behind(key, limit, async move {
+                let known = match late {
+                    Some(rx) => rx.await.ok().and_then(Result::ok),
+                    None => None,
+                };
+                match known {
+                    Some((Attempt::Granted { .. }, t)) if t == token => Ok(()),
+                    Some((Attempt::Busy { .. }, counter)) if counter >= token => Ok(()),
+                    _ => n2.redis.raise_fence(&key2, &holder, token).await,
+                }
+            });
         }
         at_token + join_all(raise).await.into_iter().filter(|r| matches!(r, Ok(Ok(())))).count()
     }
@@ -502,7 +553,7 @@ impl Backend for Redlock {
             let granted_by = |a: &[&Result<(Attempt, u64)>]| {
                 a.iter().filter(|a| matches!(a, Ok((Attempt::Granted { .. }, _)))).count() >= need
             };
-            let answers = self.each_until(key, self.per_node(ttl), step, granted_by).await;
+            let (answers, late) = self.each_until(key, self.per_node(ttl), step, granted_by).await;
             let reentry = answers.iter().any(|a| matches!(a, Ok((Attempt::Granted { fresh: false, .. }, _))));
             let mut tally = Tally { nodes: n, granted: 0, busy: 0 };
             let (mut retry_ms, mut first_err) = (None::<u64>, None::<Error>);
@@ -532,7 +583,7 @@ impl Backend for Redlock {
             let verdict = quorum::verdict(tally, need, valid);
             if verdict == Verdict::Grant {
                 let (token, count, fresh) = granted(&answers);
-                if self.write_back(key, req, &answers, token).await >= need {
+                if self.write_back(key, req, (&answers, late), token).await >= need {
                     valid = quorum::validity(ttl, start.elapsed(), drift).is_some();
                     if valid {
                         return Ok(Attempt::Granted { token, count, fresh });
@@ -565,7 +616,7 @@ impl Backend for Redlock {
             async move { n.redis.renew(&key, &holder, lease).await }
         };
         let renewed_by = |a: &[&Result<bool>]| a.iter().filter(|a| matches!(a, Ok(true))).count() >= need;
-        let answers = self.each_until(key, self.per_node(lease), step, renewed_by).await;
+        let (answers, _) = self.each_until(key, self.per_node(lease), step, renewed_by).await;
         let renewed = answers.iter().filter(|a| matches!(a, Ok(true))).count();
         let gone = answers.iter().filter(|a| matches!(a, Ok(false))).count();
         if renewed >= need {
@@ -621,7 +672,7 @@ impl Backend for Redlock {
             a.iter().filter(|a| a.is_ok()).count() >= need
                 && a.iter().any(|a| matches!(a, Ok(r) if *r != Released::NotHeld))
         };
-        let answers = self.each_until(key, self.step_limit(), step, settled).await;
+        let (answers, _) = self.each_until(key, self.step_limit(), step, settled).await;
         let mut out: Option<Released> = None;
         let mut first_err = None;
         for a in answers {
@@ -687,6 +738,10 @@ impl Backend for Redlock {
     }
 
     async fn close(&self) {
+        // The steps still answering in the background first (a release's late nodes, a
+        // token write-back): closing the connections under them would drop them, leaving
+        // holds there until their lease ends. Each is bounded by its own node limit.
+        join_all(self.nodes.iter().map(|n| n.settled())).await;
         join_all(self.nodes.iter().map(|n| n.redis.close())).await;
     }
 }

@@ -28,9 +28,9 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
 ) ENGINE = InnoDB";
 /// The server's clock in milliseconds since the Unix epoch.
 const NOW_MS: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
-/// Deadlocks (1213) and lock wait timeouts (1205) between first inserts of one key are
-/// retried this many times.
-const RETRIES: usize = 5;
+/// Deadlocks (1213) and lock wait timeouts (1205) met before a step's decision ran are
+/// retried this many times (first inserts of a key no longer deadlock: see `try_update`).
+const RETRIES: usize = 10;
 
 /// The MySQL store.
 #[derive(Debug)]
@@ -95,12 +95,18 @@ impl Db {
         let mut row: Option<(String, i64, i64)> =
             sqlx::query_as(&select).bind(key.family.as_str()).bind(name).fetch_optional(&mut *tx).await.map_err(Ok)?;
         if row.is_none() {
+            // The row is made outside this transaction, which ends first: inserting under
+            // the gap lock its read took deadlocks with every other first step on the
+            // key doing the same (each waits for another's gap lock), and with many of
+            // them InnoDB's victims could run out of retries.
+            tx.rollback().await.map_err(Ok)?;
             sqlx::query("INSERT IGNORE INTO baton_state (family, name, state) VALUES (?, ?, '{}')")
                 .bind(key.family.as_str())
                 .bind(name)
-                .execute(&mut *tx)
+                .execute(&self.pool)
                 .await
                 .map_err(Ok)?;
+            tx = self.pool.begin().await.map_err(Ok)?;
             row = sqlx::query_as(&select)
                 .bind(key.family.as_str())
                 .bind(name)

@@ -62,9 +62,6 @@ const LIMITS_KEPT: usize = 4096;
 /// Per node, the answer `each_until` did not wait for, once it comes.
 type Late<T> = Vec<Option<oneshot::Receiver<Result<T>>>>;
 
-/// One acquire round's answers (each with the node's token counter) and the late ones.
-type Answers<'a> = (&'a [Result<(Attempt, u64)>], Late<(Attempt, u64)>);
-
 /// One node and its address (for messages).
 struct Node {
     redis: Redis,
@@ -79,14 +76,8 @@ impl Node {
     /// `step` on this node, after any step on `key` still answering here, the whole
     /// bounded by `limit`.
     async fn step<T>(&self, key: Option<&Key>, limit: Duration, step: impl Future<Output = Result<T>>) -> Result<T> {
-        let ahead = key.and_then(|k| self.behind.lock().unwrap_or_else(|p| p.into_inner()).get(k)?.upgrade());
-        let run = async {
-            if let Some(ahead) = ahead {
-                drop(ahead.lock().await);
-            }
-            step.await
-        };
-        match tokio::time::timeout(limit, run).await {
+        let ahead = key.and_then(|k| self.ahead(k));
+        match tokio::time::timeout(limit, after(ahead, step)).await {
             Ok(r) => r,
             Err(_) => Err(Error::connection(format!("Redis node {}: no answer within {limit:?}", self.at))),
         }
@@ -100,19 +91,19 @@ impl Node {
         limit: Duration,
         step: impl Future<Output = Result<T>> + Send + 'static,
     ) {
-        let ahead = self.behind.lock().unwrap_or_else(|p| p.into_inner()).get(key).and_then(Weak::upgrade);
+        // Looked up before this step takes its own turn, which it must not wait for.
+        let ahead = self.ahead(key);
         let turn = self.straggling(key);
         tokio::spawn(async move {
-            let run = async {
-                if let Some(ahead) = ahead {
-                    drop(ahead.lock().await);
-                }
-                step.await
-            };
             // No answer in time: it may land later, still before any later step (sent after).
-            let _ = tokio::time::timeout(limit, run).await;
+            let _ = tokio::time::timeout(limit, after(ahead, step)).await;
             drop(turn);
         });
+    }
+
+    /// The turn of the last step on `key` still answering here, if any.
+    fn ahead(&self, key: &Key) -> Option<Arc<tokio::sync::Mutex<()>>> {
+        self.behind.lock().unwrap_or_else(|p| p.into_inner()).get(key).and_then(Weak::upgrade)
     }
 
     /// Once every background step here has ended.
@@ -132,6 +123,14 @@ impl Node {
         behind.insert(key.clone(), Arc::downgrade(&turn));
         turn.try_lock_owned().ok()
     }
+}
+
+/// `step`, once the step holding `ahead` (if any) has ended.
+async fn after<T>(ahead: Option<Arc<tokio::sync::Mutex<()>>>, step: impl Future<Output = T>) -> T {
+    if let Some(ahead) = ahead {
+        drop(ahead.lock().await);
+    }
+    step.await
 }
 
 /// The Redlock store of one client.
@@ -391,11 +390,17 @@ impl Redlock {
     /// background: the token then sits on every node that answered, and any later quorum
     /// meets it even when nodes restart empty (a node that did not grant only has its
     /// counter raised; the script leaves holds it does not know alone).
-    async fn write_back(&self, key: &Key, req: &Request, answers: Answers<'_>, token: u64) -> usize {
+    async fn write_back(
+        &self,
+        key: &Key,
+        req: &Request,
+        answers: &[Result<(Attempt, u64)>],
+        mut late: Late<(Attempt, u64)>,
+        token: u64,
+    ) -> usize {
         let limit = self.per_node(Duration::from_millis(req.lease_ms));
         let mut at_token = 0;
         let mut raise = Vec::new();
-        let (answers, mut late) = answers;
         for ((n, a), late) in self.nodes.iter().zip(answers).zip(late.iter_mut()) {
             let late = match a {
                 Ok((Attempt::Granted { .. }, t)) if *t >= token => {
@@ -583,7 +588,7 @@ impl Backend for Redlock {
             let verdict = quorum::verdict(tally, need, valid);
             if verdict == Verdict::Grant {
                 let (token, count, fresh) = granted(&answers);
-                if self.write_back(key, req, (&answers, late), token).await >= need {
+                if self.write_back(key, req, &answers, late, token).await >= need {
                     valid = quorum::validity(ttl, start.elapsed(), drift).is_some();
                     if valid {
                         return Ok(Attempt::Granted { token, count, fresh });

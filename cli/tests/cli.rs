@@ -364,6 +364,42 @@ fn bench_reports_every_scenario() {
     assert_eq!(scenarios[1]["tasks"], 64);
 }
 
+/// On redlock://, the paired scenario and the machine's fan-out floor come too.
+#[test]
+fn bench_on_redlock_adds_the_paired_loop_and_the_fan_out_floor() {
+    let Ok(url) = std::env::var("BATON_TEST_REDLOCK_URL") else {
+        assert!(std::env::var_os("CI").is_none(), "BATON_TEST_REDLOCK_URL unset (`scripts/services start redlock`)");
+        eprintln!("BATON_TEST_REDLOCK_URL unset: skipping");
+        return;
+    };
+    let out = run_to_end(
+        baton().args(["bench", "--url", &url, "--json", "--iterations", "50", "--duration", "1s", "--held", "0"]),
+        Duration::from_secs(120),
+        "baton bench",
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("bench --json prints JSON");
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "uncontended_1",
+            "uncontended_64",
+            "handoff",
+            "redlock_paired",
+            "single_node_paired",
+            "quorum_of_nodes",
+            "node_ping",
+            "quorum_ping"
+        ]
+    );
+    for s in &scenarios[3..] {
+        assert!((1..=50).contains(&s["ops"].as_u64().unwrap()), "{s}");
+        assert!(s["p50_us"].as_f64().unwrap() > 0.0, "{s}");
+    }
+}
+
 #[test]
 fn lab_prints_the_matrix_and_writes_markdown() {
     let have_server = Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_ok();

@@ -133,7 +133,8 @@ impl Client {
     }
 
     /// For `baton bench`: one round of the store's own operations that a lock's speed is
-    /// measured against, each timed (etcd: one txn, then one delete), on key `name`.
+    /// measured against, each timed (etcd: one txn, then one delete; Redlock: PING on the
+    /// first node, then PING on every node until a quorum answered), on key `name`.
     #[doc(hidden)]
     pub async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, std::time::Duration)>> {
         self.ctx.check_open()?;

@@ -38,8 +38,11 @@ const SETTLE: Duration = Duration::from_millis(10);
 ///                          1 s); counts the store round trips the renewals take per period,
 ///                          on stores that count them (Redis)
 /// On redlock://, one more: acquire + release on Redlock and on its first node alone
-/// (redis://, default options), alternating one by one, and the ratio of their p50s.
-/// and, on stores that have them (etcd), the store's own round trips with the same
+/// (redis://, default options), alternating one by one, and the ratio of their p50s;
+/// and the machine's fan-out floor, which no Redlock round can beat: acquire + release on
+/// every node alone (redis://) at once until a quorum of them finished, and PING on the
+/// first node against PING on every node until a quorum answered.
+/// And, on stores that have them (etcd), the store's own round trips with the same
 /// client as yardsticks (etcd: one txn; one txn + one delete), with the p50 ratios.
 /// Uses lock names under `bench/` on the store.
 #[derive(clap::Args, Debug)]
@@ -84,8 +87,8 @@ struct Watchdog {
 
 #[derive(Serialize)]
 struct Scenario {
-    /// `uncontended_1`, `uncontended_64`, `handoff`; on Redlock also `redlock_paired` and
-    /// `single_node_paired`; on stores with yardsticks `store_first` and `store_round`.
+    /// `uncontended_1`, `uncontended_64`, `handoff`; on Redlock also `redlock_paired`,
+    /// `single_node_paired`, `quorum_of_nodes`, `node_ping` and `quorum_ping`; on stores with yardsticks `store_first` and `store_round`.
     name: &'static str,
     description: &'static str,
     tasks: usize,
@@ -102,16 +105,34 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     store.announce(true, verbose);
     let client = Client::connect(&store.url).await?;
     let mut out = scenarios(&client, args.iterations, limit, !args.json).await;
-    if let (Ok(list), Some(node)) = (&mut out, first_node(&store.url)?) {
+    if let (Ok(list), Some(urls)) = (&mut out, node_urls(&store.url)?) {
         if !args.json {
             eprintln!("baton: bench: redlock vs its first node alone…");
         }
-        let single = Client::connect(&node).await?;
-        let paired = paired(&client, &single, args.iterations, limit).await;
-        single.close().await;
+        let mut nodes = Vec::with_capacity(urls.len());
+        for u in &urls {
+            nodes.push(Client::connect(u).await?);
+        }
+        let paired = paired(&client, &nodes[0], args.iterations, limit).await;
+        if !args.json {
+            eprintln!("baton: bench: the fan-out floor…");
+        }
+        let floor = match paired {
+            Ok(_) => fan_out(&nodes, args.iterations, limit).await,
+            Err(_) => Err(Failure::new(exit::SOFTWARE, "skipped")),
+        };
+        for n in nodes {
+            n.close().await;
+        }
         let (rl, one) = paired?;
         list.push(scenario("redlock_paired", "redlock acquire+release, 1 task (paired)", 1, rl));
         list.push(scenario("single_node_paired", "first node alone, same loop (paired)", 1, one));
+        list.push(scenario("quorum_of_nodes", "fan-out floor: every node alone at once, a quorum done", 1, floor?));
+        let (mut pings, _) = yardsticks(&client, args.iterations, limit).await?;
+        if let (Some(quorum), Some(one)) = (pings.pop(), pings.pop()) {
+            list.push(scenario("node_ping", "fan-out floor: PING the first node", 1, one));
+            list.push(scenario("quorum_ping", "fan-out floor: PING all, until a quorum answered", 1, quorum));
+        }
     }
     let counted = out.is_ok() && args.held > 0 && client.store_round_trips().is_some();
     if counted && !args.json {
@@ -148,9 +169,11 @@ async fn scenarios(client: &Client, max: u64, limit: Duration, progress: bool) -
         scenario("uncontended_64", "acquire+release, 64 tasks, a name each", MANY, many),
         scenario("handoff", "release -> waiter granted, 2 handles on one name", 2, handoff),
     ];
-    if !client.yardsticks("bench/yardstick").await?.is_empty() {
+    // etcd's: one txn, then one delete (Redlock's, PINGs, come with its paired scenario).
+    if client.yardsticks("bench/yardstick").await?.first().is_some_and(|(op, _)| *op == "txn") {
         note("the store's own round trips");
-        let (first, both) = yardsticks(client, max, limit).await?;
+        let (mut ops, both) = yardsticks(client, max, limit).await?;
+        let first = ops.swap_remove(0);
         out.push(scenario("store_first", "store yardstick: its first op (etcd: 1 txn)", 1, first));
         out.push(scenario("store_round", "store yardstick: a whole round (etcd: txn + delete)", 1, both));
     }
@@ -158,18 +181,25 @@ async fn scenarios(client: &Client, max: u64, limit: Duration, progress: bool) -
 }
 
 /// The store's own operations that the speed targets are measured against (the client's
-/// `yardsticks`), in a loop: the first operation alone, and the whole round.
-async fn yardsticks(client: &Client, max: u64, limit: Duration) -> Result<(Sample, Sample), Failure> {
-    let (mut first, mut both) = (histogram(), histogram());
+/// `yardsticks`), in a loop: each operation alone (in the store's order), and the whole
+/// round.
+async fn yardsticks(client: &Client, max: u64, limit: Duration) -> Result<(Vec<Sample>, Sample), Failure> {
+    let (mut each, mut both) = (Vec::new(), histogram());
     let started = Instant::now();
-    while first.len() < max && started.elapsed() < limit {
+    while both.len() < max && started.elapsed() < limit {
         let ops = client.yardsticks("bench/yardstick").await?;
-        let Some((_, d)) = ops.first() else { break };
-        first.saturating_record(nanos(*d));
+        if ops.is_empty() {
+            break;
+        }
+        each.resize_with(ops.len(), histogram);
+        for ((_, d), hist) in ops.iter().zip(&mut each) {
+            hist.saturating_record(nanos(*d));
+        }
         both.saturating_record(nanos(ops.iter().map(|(_, d)| *d).sum()));
     }
     let elapsed = started.elapsed();
-    Ok((Sample { ops: first.len(), elapsed, hist: first }, Sample { ops: both.len(), elapsed, hist: both }))
+    let each = each.into_iter().map(|hist| Sample { ops: hist.len(), elapsed, hist }).collect();
+    Ok((each, Sample { ops: both.len(), elapsed, hist: both }))
 }
 
 /// The speed targets as ratios of p50s: Redlock over its first node alone; on stores with
@@ -180,6 +210,18 @@ fn ratios(r: &Report) -> String {
     let mut out = String::new();
     if let (Some(rl), Some(one)) = (p50("redlock_paired"), p50("single_node_paired")) {
         out.push_str(&format!("  redlock p50 / first node p50: x{:.2}\n", rl / one.max(f64::MIN_POSITIVE)));
+    }
+    if let (Some(quorum), Some(one)) = (p50("quorum_of_nodes"), p50("single_node_paired")) {
+        out.push_str(&format!(
+            "  fan-out floor, every node at once to a quorum p50 / first node p50: x{:.2}\n",
+            quorum / one.max(f64::MIN_POSITIVE)
+        ));
+    }
+    if let (Some(quorum), Some(one)) = (p50("quorum_ping"), p50("node_ping")) {
+        out.push_str(&format!(
+            "  fan-out floor, PING quorum p50 / PING first node p50: x{:.2}\n",
+            quorum / one.max(f64::MIN_POSITIVE)
+        ));
     }
     if let (Some(one), Some(handoff), Some(first), Some(round)) =
         (p50("uncontended_1"), p50("handoff"), p50("store_first"), p50("store_round"))
@@ -193,16 +235,43 @@ fn ratios(r: &Report) -> String {
     out
 }
 
-/// On `redlock://h1,h2,…[/db]`: `redis://h1[/db]` with the same credentials (no options:
-/// Redlock's are not the node's).
-fn first_node(url: &str) -> Result<Option<String>, Failure> {
+/// On `redlock://h1,h2,…[/db]`: `redis://h1[/db]`, `redis://h2[/db]`, … with the same
+/// credentials (no options: Redlock's are not the node's).
+fn node_urls(url: &str) -> Result<Option<Vec<String>>, Failure> {
     let parsed = baton::StoreUrl::parse(url)?;
-    let Some(first) = parsed.host_list().first().map(|h| h.to_string()) else { return Ok(None) };
-    if parsed.scheme() != "redlock" {
+    if parsed.scheme() != "redlock" || parsed.host_list().is_empty() {
         return Ok(None);
     }
     let rest = url.split_once("://").map_or("", |(_, r)| r).split('?').next().unwrap_or("");
-    Ok(Some(format!("redis://{}", rest.replacen(parsed.hosts(), &first, 1))))
+    let one = |h: &str| format!("redis://{}", rest.replacen(parsed.hosts(), h, 1));
+    Ok(Some(parsed.host_list().into_iter().map(one).collect()))
+}
+
+/// The fan-out floor with the same scripts as Redlock, none of its logic: acquire +
+/// release of one name on every node's own client at once, timed until a quorum of them
+/// finished (the rest finish untimed, so this is a lower bound).
+async fn fan_out(nodes: &[Client], max: u64, limit: Duration) -> Result<Sample, Failure> {
+    let locks: Vec<Lock> = nodes.iter().map(|c| c.lock("bench/fan-out")).collect();
+    let need = nodes.len() / 2 + 1;
+    let mut hist = histogram();
+    let started = Instant::now();
+    while hist.len() < max && started.elapsed() < limit {
+        let t = Instant::now();
+        let mut each = tokio::task::JoinSet::new();
+        for l in &locks {
+            let l = l.clone();
+            each.spawn(async move { l.acquire().await?.release().await });
+        }
+        let mut done = 0;
+        while let Some(r) = each.join_next().await {
+            r.map_err(|e| Failure::new(exit::SOFTWARE, format!("a bench task failed: {e}")))??;
+            done += 1;
+            if done == need {
+                hist.saturating_record(nanos(t.elapsed()));
+            }
+        }
+    }
+    Ok(Sample { ops: hist.len(), elapsed: started.elapsed(), hist })
 }
 
 /// Acquire + release of one name on `a` and on `b` in turn, each timed on its own, until

@@ -1148,6 +1148,13 @@ impl Redis {
         Ok(())
     }
 
+    /// One PING on the command connection (Redlock's fan-out yardstick).
+    #[cfg_attr(not(feature = "redlock"), allow(dead_code))]
+    pub(crate) async fn ping(&self) -> Result<()> {
+        let mut conn = self.conn()?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await.map(drop).map_err(|e| self.err(e))
+    }
+
     /// The live state of `key` and the server's clock (ms).
     pub(crate) async fn state(&self, key: &Key) -> Result<(KeyState, u64)> {
         self.check_slot(key)?;

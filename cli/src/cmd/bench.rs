@@ -43,7 +43,8 @@ const SETTLE: Duration = Duration::from_millis(10);
 /// every node alone (redis://) at once until a quorum of them finished, and PING on the
 /// first node against PING on every node until a quorum answered.
 /// And, on stores that have them (etcd), the store's own round trips with the same
-/// client as yardsticks (etcd: one txn; one txn + one delete), with the p50 ratios.
+/// client as yardsticks (etcd: one txn; one txn + one delete; one txn after the same
+/// pause as the hand-off's release), with the p50 ratios.
 /// Uses lock names under `bench/` on the store.
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
@@ -88,7 +89,8 @@ struct Watchdog {
 #[derive(Serialize)]
 struct Scenario {
     /// `uncontended_1`, `uncontended_64`, `handoff`; on Redlock also `redlock_paired`,
-    /// `single_node_paired`, `quorum_of_nodes`, `node_ping` and `quorum_ping`; on stores with yardsticks `store_first` and `store_round`.
+    /// `single_node_paired`, `quorum_of_nodes`, `node_ping` and `quorum_ping`; on stores with
+    /// yardsticks `store_first`, `store_round` and `store_first_paused`.
     name: &'static str,
     description: &'static str,
     tasks: usize,
@@ -128,7 +130,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
         list.push(scenario("redlock_paired", "redlock acquire+release, 1 task (paired)", 1, rl));
         list.push(scenario("single_node_paired", "first node alone, same loop (paired)", 1, one));
         list.push(scenario("quorum_of_nodes", "fan-out floor: every node alone at once, a quorum done", 1, floor?));
-        let (mut pings, _) = yardsticks(&client, args.iterations, limit).await?;
+        let (mut pings, _) = yardsticks(&client, args.iterations, limit, None).await?;
         if let (Some(quorum), Some(one)) = (pings.pop(), pings.pop()) {
             list.push(scenario("node_ping", "fan-out floor: PING the first node", 1, one));
             list.push(scenario("quorum_ping", "fan-out floor: PING all, until a quorum answered", 1, quorum));
@@ -172,21 +174,40 @@ async fn scenarios(client: &Client, max: u64, limit: Duration, progress: bool) -
     // etcd's: one txn, then one delete (Redlock's, PINGs, come with its paired scenario).
     if client.yardsticks("bench/yardstick").await?.first().is_some_and(|(op, _)| *op == "txn") {
         note("the store's own round trips");
-        let (mut ops, both) = yardsticks(client, max, limit).await?;
+        let (mut ops, both) = yardsticks(client, max, limit, None).await?;
         let first = ops.swap_remove(0);
+        // The hand-off's release comes after the waiter was let park (`SETTLE`), and a
+        // store's first request after a quiet spell is slower than in a busy loop (its
+        // threads and the CPUs have gone idle): the hand-off's yardstick sees the same pause.
+        let (mut paused, _) = yardsticks(client, max, limit, Some(SETTLE)).await?;
+        let first_paused = paused.swap_remove(0);
         out.push(scenario("store_first", "store yardstick: its first op (etcd: 1 txn)", 1, first));
         out.push(scenario("store_round", "store yardstick: a whole round (etcd: txn + delete)", 1, both));
+        out.push(scenario(
+            "store_first_paused",
+            "store yardstick: its first op after the hand-off's pause",
+            1,
+            first_paused,
+        ));
     }
     Ok(out)
 }
 
 /// The store's own operations that the speed targets are measured against (the client's
 /// `yardsticks`), in a loop: each operation alone (in the store's order), and the whole
-/// round.
-async fn yardsticks(client: &Client, max: u64, limit: Duration) -> Result<(Vec<Sample>, Sample), Failure> {
+/// round; with `pause`, each round after that long a sleep.
+async fn yardsticks(
+    client: &Client,
+    max: u64,
+    limit: Duration,
+    pause: Option<Duration>,
+) -> Result<(Vec<Sample>, Sample), Failure> {
     let (mut each, mut both) = (Vec::new(), histogram());
     let started = Instant::now();
     while both.len() < max && started.elapsed() < limit {
+        if let Some(p) = pause {
+            tokio::time::sleep(p).await;
+        }
         let ops = client.yardsticks("bench/yardstick").await?;
         if ops.is_empty() {
             break;
@@ -204,7 +225,7 @@ async fn yardsticks(client: &Client, max: u64, limit: Duration) -> Result<(Vec<S
 
 /// The speed targets as ratios of p50s: Redlock over its first node alone; on stores with
 /// yardsticks, uncontended acquire+release over a whole round of the store's own and
-/// hand-off over its first op.
+/// hand-off over its first op (in a busy loop, and after the hand-off's pause).
 fn ratios(r: &Report) -> String {
     let p50 = |name: &str| r.scenarios.iter().find(|s| s.name == name).map(|s| s.p50_us);
     let mut out = String::new();
@@ -230,6 +251,12 @@ fn ratios(r: &Report) -> String {
             "p50 ratios: acquire+release / store round = {:.2}; hand-off / store first op = {:.2}\n",
             one / round,
             handoff / first
+        ));
+    }
+    if let (Some(handoff), Some(paused)) = (p50("handoff"), p50("store_first_paused")) {
+        out.push_str(&format!(
+            "p50 ratio: hand-off / store first op after the same pause = {:.2}\n",
+            handoff / paused.max(f64::MIN_POSITIVE)
         ));
     }
     out

@@ -179,4 +179,12 @@ impl Client {
     pub fn store_round_trips(&self) -> Option<u64> {
         self.ctx.backend.round_trips()
     }
+
+    /// For `baton bench`: returns once the store steps that earlier calls left running
+    /// in the background have ended (Redlock's nodes that answered after the quorum;
+    /// nothing elsewhere), so that a benchmark does not time them into the next call.
+    #[doc(hidden)]
+    pub async fn settled(&self) {
+        self.ctx.backend.settled().await;
+    }
 }

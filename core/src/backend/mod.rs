@@ -189,6 +189,11 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
     /// Closes connections; later calls may fail.
     async fn close(&self) {}
 
+    /// Once the steps a call left running in the background have ended (Redlock: the
+    /// nodes that answered after the quorum). For benchmarks, which must not time one
+    /// call's leftovers into the next.
+    async fn settled(&self) {}
+
     /// Requests sent to the store so far, where the store counts them (`Client::store_round_trips`).
     fn round_trips(&self) -> Option<u64> {
         None

@@ -768,6 +768,10 @@ impl Backend for Redlock {
         Ok(vec![("ping first node", one), ("ping quorum", quorum)])
     }
 
+    async fn settled(&self) {
+        join_all(self.nodes.iter().map(|n| n.settled())).await;
+    }
+
     async fn close(&self) {
         // The steps still answering in the background first (a release's late nodes, a
         // token write-back): closing the connections under them would drop them, leaving

@@ -140,6 +140,31 @@ impl StoreUrl {
         }
     }
 
+    /// `?ca=`: the PEM file of the roots a TLS connection trusts instead of the system's,
+    /// read and checked (`None` when absent). Refused on a plain scheme (`tls` false), whose
+    /// TLS forms `tls_schemes` names.
+    #[cfg_attr(not(any(feature = "redis", feature = "etcd", feature = "etcd-http")), allow(dead_code))]
+    pub(crate) fn ca_pem(&self, tls: bool, tls_schemes: &str) -> Result<Option<Vec<u8>>> {
+        match self.option("ca") {
+            None => Ok(None),
+            Some(_) if !tls => Err(Error::invalid_argument(format!(
+                "option `ca` of {self} applies to TLS connections only: use {tls_schemes}"
+            ))),
+            Some("") => Err(Error::invalid_argument(format!("option `ca` of {self} is empty"))),
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    Error::invalid_argument(format!("option `ca` of {self}: cannot read the CA file `{path}`: {e}"))
+                })?;
+                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+                    return Err(Error::invalid_argument(format!(
+                        "option `ca` of {self}: `{path}` holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+                    )));
+                }
+                Ok(Some(pem))
+            }
+        }
+    }
+
     /// What names the store itself: scheme, hosts and path, without credentials or
     /// options.
     pub(crate) fn identity(&self) -> String {

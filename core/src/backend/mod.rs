@@ -222,7 +222,9 @@ const KNOWN_SCHEMES: &[(&str, &str)] = &[
     ("rediss+sentinel", "redis"),
     ("redlock", "redlock"),
     ("etcd", "etcd"),
+    ("etcds", "etcd"),
     ("etcd+http", "etcd-http"),
+    ("etcd+https", "etcd-http"),
     ("zk", "zookeeper"),
     ("postgres", "postgres"),
     ("postgresql", "postgres"),
@@ -250,9 +252,9 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
         #[cfg(feature = "redlock")]
         "redlock" => Ok(Arc::new(redlock::Redlock::open(url).await?)),
         #[cfg(feature = "etcd")]
-        "etcd" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
+        "etcd" | "etcds" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
         #[cfg(feature = "etcd-http")]
-        "etcd+http" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
+        "etcd+http" | "etcd+https" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
         s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
             Some((_, feature)) => Err(Error::unsupported(format!(
                 "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"

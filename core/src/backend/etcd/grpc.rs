@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{
-    Client, Compare as ECompare, CompareOp, ConnectOptions, EventType, GetOptions, LockOptions, PutOptions, SortOrder,
-    SortTarget, Txn as ETxn, TxnOp as ETxnOp, TxnOpResponse, WatchOptions,
+    Certificate, Client, Compare as ECompare, CompareOp, ConnectOptions, EventType, GetOptions, LockOptions,
+    PutOptions, SortOrder, SortTarget, TlsOptions, Txn as ETxn, TxnOp as ETxnOp, TxnOpResponse, WatchOptions,
 };
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
@@ -23,6 +23,8 @@ use crate::error::{Error, Result};
 pub(crate) struct Grpc {
     endpoints: Vec<String>,
     clients: Vec<OnceCell<Client>>,
+    /// `http`, or `https` over TLS.
+    scheme: &'static str,
     current: AtomicUsize,
     opts: ConnectOptions,
     /// `etcd://…` with the password redacted: the prefix of every message.
@@ -44,6 +46,7 @@ impl Grpc {
         timeout: Duration,
         connect_timeout: Duration,
         auth: Option<(String, String)>,
+        tls: super::Tls,
     ) -> Result<Grpc> {
         let mut opts = ConnectOptions::new()
             .with_timeout(timeout)
@@ -52,7 +55,15 @@ impl Grpc {
         if let Some((user, password)) = auth {
             opts = opts.with_user(user, password);
         }
+        if tls.on {
+            let roots = match tls.ca {
+                Some(pem) => TlsOptions::new().ca_certificate(Certificate::from_pem(pem)),
+                None => TlsOptions::new().with_native_roots(),
+            };
+            opts = opts.with_tls(roots);
+        }
         let g = Grpc {
+            scheme: if tls.on { "https" } else { "http" },
             clients: endpoints.iter().map(|_| OnceCell::new()).collect(),
             endpoints,
             current: AtomicUsize::new(0),
@@ -82,7 +93,7 @@ impl Grpc {
     }
 
     async fn client(&self, idx: usize) -> Result<Client> {
-        let ep = format!("http://{}", self.endpoints[idx]);
+        let ep = format!("{}://{}", self.scheme, self.endpoints[idx]);
         let connect = || async {
             tokio::time::timeout(
                 self.connect_timeout + self.timeout,

@@ -246,16 +246,27 @@ impl Http {
         timeout: Duration,
         connect_timeout: Duration,
         auth: Option<(String, String)>,
+        tls: super::Tls,
     ) -> Result<Http> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
             .tcp_nodelay(true)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| Error::connection(format!("{store}: cannot build an HTTP client: {e}")))?;
+            .pool_idle_timeout(Duration::from_secs(60));
+        if tls.on {
+            builder = builder.use_rustls_tls().https_only(true);
+        }
+        if let Some(pem) = &tls.ca {
+            // `?ca=` replaces the system's roots, as on `etcds://` and `rediss://`.
+            let ca = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| Error::invalid_argument(format!("{store}: option `ca`: {e}")))?;
+            builder = ca.into_iter().fold(builder.tls_built_in_root_certs(false), |b, c| b.add_root_certificate(c));
+        }
+        let client =
+            builder.build().map_err(|e| Error::connection(format!("{store}: cannot build an HTTP client: {e}")))?;
+        let scheme = if tls.on { "https" } else { "http" };
         let http = Http {
             client,
-            endpoints: endpoints.into_iter().map(|e| format!("http://{e}")).collect(),
+            endpoints: endpoints.into_iter().map(|e| format!("{scheme}://{e}")).collect(),
             current: AtomicUsize::new(0),
             store,
             timeout,
@@ -331,8 +342,14 @@ impl Http {
     }
 
     fn transport_error(&self, idx: usize, e: reqwest::Error) -> Error {
-        // reqwest's messages name the endpoint (never the URL's password, which is not in it).
-        Error::connection(format!("{}: cannot reach {}: {e}", self.store, self.endpoints[idx]))
+        // reqwest's messages name the endpoint (never the URL's password, which is not in it);
+        // the cause (a refused connection, an untrusted certificate) is at the chain's end.
+        let mut cause: &dyn std::error::Error = &e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        let why = if std::ptr::addr_eq(cause, &e) { String::new() } else { format!(" ({cause})") };
+        Error::connection(format!("{}: cannot reach {}: {e}{why}", self.store, self.endpoints[idx]))
     }
 
     fn answer_error(&self, idx: usize, status: u16, body: &[u8]) -> Error {

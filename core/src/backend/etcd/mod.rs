@@ -51,7 +51,7 @@ use crate::state::{Attempt, KeyState, Released, Request};
 use crate::url::StoreUrl;
 
 /// Options of the etcd schemes besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout", "scheme"];
+const OPTIONS: &[&str] = &["timeout", "connect_timeout", "scheme", "ca"];
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_PORT: u16 = 2379;
@@ -186,13 +186,19 @@ impl Etcd {
         let auth =
             url.user().filter(|u| !u.is_empty()).map(|u| (u.to_owned(), url.password().unwrap_or("").to_owned()));
         let store = format!("etcd {url}");
+        let tls = matches!(url.scheme(), "etcds" | "etcd+https");
+        let tls = Tls { on: tls, ca: url.ca_pem(tls, "etcds:// or etcd+https://")? };
         let t: Arc<dyn Transport> = match url.scheme() {
             #[cfg(feature = "etcd-http")]
-            "etcd+http" => Arc::new(http::Http::connect(endpoints, store, timeout, connect_timeout, auth).await?),
+            "etcd+http" | "etcd+https" => {
+                Arc::new(http::Http::connect(endpoints, store, timeout, connect_timeout, auth, tls).await?)
+            }
             #[cfg(feature = "etcd")]
-            "etcd" => Arc::new(grpc::Grpc::connect(endpoints, store, timeout, connect_timeout, auth).await?),
+            "etcd" | "etcds" => {
+                Arc::new(grpc::Grpc::connect(endpoints, store, timeout, connect_timeout, auth, tls).await?)
+            }
             s => {
-                let _ = (endpoints, store, timeout, connect_timeout, auth);
+                let _ = (endpoints, store, timeout, connect_timeout, auth, tls);
                 return Err(Error::unsupported(format!("`{s}://` is not available in this build of baton")));
             }
         };
@@ -481,6 +487,14 @@ fn lock_inspection(key: &Key, holders: Vec<Holder>, waiters: Vec<String>, fence:
         last_token: (last > 0).then_some(FencingToken::new(last)),
         count: 0,
     }
+}
+
+/// How a transport reaches etcd: plain, or TLS (`etcds://`, `etcd+https://`) trusting the
+/// system's roots or the PEM roots of `?ca=`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tls {
+    pub(crate) on: bool,
+    pub(crate) ca: Option<Vec<u8>>,
 }
 
 /// How an etcd store takes locks.

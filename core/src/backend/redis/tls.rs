@@ -19,27 +19,7 @@ pub(super) struct Transport {
 impl Transport {
     /// `tls` from the scheme; `?ca=` read and checked here (a TLS scheme only).
     pub(super) fn parse(url: &StoreUrl, tls: bool) -> Result<Transport> {
-        let ca = match url.option("ca") {
-            None => None,
-            Some(_) if !tls => {
-                return Err(Error::invalid_argument(format!(
-                    "option `ca` of {url} applies to TLS connections only: use rediss://, rediss+cluster:// or \
-                     rediss+sentinel://"
-                )));
-            }
-            Some("") => return Err(Error::invalid_argument(format!("option `ca` of {url} is empty"))),
-            Some(path) => {
-                let pem = std::fs::read(path).map_err(|e| {
-                    Error::invalid_argument(format!("option `ca` of {url}: cannot read the CA file `{path}`: {e}"))
-                })?;
-                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
-                    return Err(Error::invalid_argument(format!(
-                        "option `ca` of {url}: `{path}` holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
-                    )));
-                }
-                Some(pem)
-            }
-        };
+        let ca = url.ca_pem(tls, "rediss://, rediss+cluster:// or rediss+sentinel://")?;
         if tls {
             // Once per process, unless the application installed a provider of its own.
             let _ = rustls::crypto::ring::default_provider().install_default();

@@ -68,13 +68,19 @@ impl Sqlite {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(busy);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(busy + Duration::from_secs(5))
-            .connect_with(opts)
-            .await
-            .map_err(|e| open_error(&path, e))?;
-        sqlx::query(SCHEMA).execute(&pool).await.map_err(|e| open_error(&path, e))?;
+        // Processes opening a new file at once race to switch it to WAL and to create the
+        // table, steps SQLite may refuse with "database is locked" without waiting in the
+        // busy handler: tried again, within the busy timeout.
+        let deadline = tokio::time::Instant::now() + busy;
+        let pool = loop {
+            match open_pool(opts.clone(), busy).await {
+                Err(e) if is_locked(&e) && tokio::time::Instant::now() < deadline => {
+                    let pause = Duration::from_millis(rand::random_range(10..50));
+                    tokio::time::sleep(pause).await;
+                }
+                r => break r.map_err(|e| open_error(&path, e))?,
+            }
+        };
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(&path));
         let wakes = Wakes::for_store(&format!("sqlite:{}", canonical.display()));
         Ok(Sqlite { db: Arc::new(Db { pool, path }), wakes })
@@ -85,6 +91,23 @@ impl Db {
     fn err(&self, e: sqlx::Error) -> Error {
         driver_error(&format!("SQLite {}", self.path), e)
     }
+}
+
+/// A pool on `opts` with the table made.
+async fn open_pool(opts: SqliteConnectOptions, busy: Duration) -> std::result::Result<SqlitePool, sqlx::Error> {
+    let pool = SqlitePoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(busy + Duration::from_secs(5))
+        .connect_with(opts)
+        .await?;
+    sqlx::query(SCHEMA).execute(&pool).await?;
+    Ok(pool)
+}
+
+/// SQLITE_BUSY (5) or SQLITE_LOCKED (6), primary or extended.
+fn is_locked(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(d) = e else { return false };
+    d.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| matches!(c & 0xff, 5 | 6))
 }
 
 fn open_error(path: &str, e: sqlx::Error) -> Error {

@@ -5,9 +5,11 @@
 //! Layout: one file per public noun (`client`, `lock`, `rw`, `semaphore`, `permits`,
 //! `latch`, `multi`, `inspect`), the guards (`guard`, `cell`), and the plumbing
 //! (`call`: the async bridge and cancel tokens, `settle`: the promises of the hot calls,
+//! `busy`: the busy-poll window that keeps napi's worker awake around them,
 //! `errors`, `convert`).
 #![allow(clippy::new_without_default)]
 
+mod busy;
 pub mod call;
 mod cell;
 pub mod client;

@@ -224,6 +224,11 @@ where
         unsafe { sys::napi_ref_threadsafe_function(raw, t.0) };
     }
     let settler = Settler { bridge, deferred: Raw(deferred), out: None };
-    napi::bindgen_prelude::spawn(async move { settler.finish(fut.await) });
+    let in_flight = crate::busy::started();
+    napi::bindgen_prelude::spawn(async move {
+        let out = fut.await;
+        drop(in_flight);
+        settler.finish(out)
+    });
     Ok(Promise(promise))
 }

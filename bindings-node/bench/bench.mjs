@@ -137,12 +137,16 @@ async function redlockScenarios(url, client) {
 
 /**
  * The same lock semantics on both sides: a baton handle with a `ttlMs` lease (no watchdog)
- * against node-redlock's lock of the same length, one acquire+release of each in turn, so
- * that both see the same machine load; a default (watchdog) handle takes its turn too. The
- * rate of each is 1 / its mean time.
+ * against node-redlock's lock of the same length, taking turns in blocks of `BLOCK`
+ * acquire+release cycles (the side going first rotating each round) so that both see the
+ * same machine load; a default (watchdog) handle takes its turn too. Blocks, not single
+ * cycles: baton's busy-poll window (`BATON_NODE_BUSY_POLL_US`, 200 µs) would otherwise
+ * still spin through the start of node-redlock's turn and slow it. The rate of each is
+ * 1 / its mean time.
  */
 async function paired(client, redlock) {
   const ttl = 30_000;
+  const BLOCK = 100;
   const lock = client.lock('bench/node/paired-ttl', { ttlMs: ttl });
   const watched = client.lock('bench/node/paired-watchdog');
   const sides = [
@@ -156,11 +160,14 @@ async function paired(client, redlock) {
   ];
   for (const side of sides) await side.op(); // warm-up: keys, scripts, connections
   const b = budget();
-  while (b.left-- > 0 && performance.now() < b.until) {
-    for (const side of sides) {
-      const t = performance.now();
-      await side.op();
-      side.s.push((performance.now() - t) * 1000);
+  for (let round = 0; b.left > 0 && performance.now() < b.until; round++) {
+    for (let k = 0; k < sides.length; k++) {
+      const side = sides[(round + k) % sides.length];
+      for (let i = 0; i < BLOCK && b.left-- > 0; i++) {
+        const t = performance.now();
+        await side.op();
+        side.s.push((performance.now() - t) * 1000);
+      }
     }
   }
   // Busy time of each side alone: its rate is what it would do with the loop to itself.

@@ -15,7 +15,7 @@
 //! The cost is a busy core for at most the window after the last hot call, and for at
 //! most [`MAX_SPIN`] while a call waits on the store (a contended acquire then sleeps as
 //! before). `BATON_NODE_BUSY_POLL_US` sets the window (default [`DEFAULT_WINDOW_US`];
-//! `0` turns busy-polling off), read once per process.
+//! `0` turns busy-polling off), read once per process (when the first hot call is made).
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -38,9 +38,12 @@ function check(counter: string, journal: string, total: number): void {
   }
 }
 
-function runProcess(args: string[]): Promise<void> {
+function runProcess(args: string[], env?: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = fork(WORKER, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(WORKER, args, {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, ...env },
+    });
     child.on('error', reject);
     child.on('exit', (code, signal) =>
       code === 0 ? resolve() : reject(new Error(`worker exited with ${code ?? signal}`)),
@@ -72,6 +75,21 @@ describe('mutual exclusion', () => {
       check(counter, journal, 8 * iterations);
     });
   }
+
+  // The busy-poll window (src/busy.rs) changes only how napi's worker waits: off, the
+  // default, a wide one and an unreadable value (the default) side by side keep exclusion.
+  const busyUrl = sqliteUrl('busy');
+  it(`processes with busy-polling off, default and wide on ${label(busyUrl)}`, { timeout: 180_000 }, async () => {
+    const url = busyUrl;
+    const { counter, journal } = files('busy');
+    const name = uniq('counter');
+    const iterations = 50;
+    const windows = ['0', '200', '5000', 'not-a-number'];
+    await Promise.all(
+      windows.map((w) => runProcess([url, name, counter, journal, String(iterations)], { BATON_NODE_BUSY_POLL_US: w })),
+    );
+    check(counter, journal, windows.length * iterations);
+  });
 
   for (const url of [...sharedUrls(), `memory://threads-${uniq('m')}`]) {
     it(`4 worker threads × 50 acquisitions on ${label(url)}`, { timeout: 120_000 }, async () => {

@@ -80,6 +80,8 @@ impl Grant {
         let sent = Instant::now();
         if ctx.backend.renew(&self.held.key, &self.held.holder, lease).await? {
             self.held.extended(sent, lease);
+            // A shorter lease than before: the keeper must look earlier than it planned.
+            self.held.renewer.look_by(self.held.deadline());
             Ok(())
         } else {
             self.held.mark_lost();

@@ -5,7 +5,6 @@
 #[cfg_attr(not(any(feature = "sqlite", feature = "mysql")), allow(dead_code))]
 pub(crate) mod backoff;
 mod grant;
-mod lease;
 mod renewer;
 mod wait;
 
@@ -17,7 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -26,7 +24,7 @@ use crate::backend::{Backend, Key};
 use crate::error::{Error, Result};
 use crate::options::Lease;
 use crate::owner::ClientId;
-use crate::rt::{AbortOnDrop, Rt};
+use crate::rt::Rt;
 use crate::state::Mode;
 use crate::url::StoreUrl;
 
@@ -254,9 +252,8 @@ pub(crate) struct Held {
     pub(crate) lost: CancellationToken,
     /// When the grant was requested (for hold-time metrics).
     pub(crate) granted_at: Instant,
-    deadline: watch::Sender<Instant>,
-    /// The ttl timer (explicit-ttl grants only).
-    timer: Mutex<Option<AbortOnDrop<()>>>,
+    /// The local, conservative end of the lease.
+    deadline: Mutex<Instant>,
     renewer: Arc<renewer::Renewer>,
     /// The store, for its lease margin (`Backend::lease_margin`).
     backend: Arc<dyn Backend>,
@@ -267,20 +264,8 @@ impl Held {
     fn start(slot: &Arc<Slot>, token: FencingToken, started: Instant) -> Arc<Held> {
         let spec = &slot.spec;
         let length = spec.lease.length();
-        let deadline = watch::Sender::new(started + length.saturating_sub(spec.ctx.backend.lease_margin(length)));
+        let deadline = Mutex::new(started + length.saturating_sub(spec.ctx.backend.lease_margin(length)));
         let lost = CancellationToken::new();
-        let timer = match spec.lease {
-            Lease::Ttl(_) => Some(lease::start_ttl(
-                &spec.ctx.rt,
-                spec.ctx.backend.clone(),
-                spec.key.clone(),
-                spec.holder.clone(),
-                token,
-                deadline.clone(),
-                lost.clone(),
-            )),
-            Lease::Watchdog { .. } => None,
-        };
         let held = Arc::new(Held {
             key: spec.key.clone(),
             holder: spec.holder.clone(),
@@ -288,13 +273,13 @@ impl Held {
             lost,
             granted_at: started,
             deadline,
-            timer: Mutex::new(timer),
             renewer: spec.ctx.renewer.clone(),
             backend: spec.ctx.backend.clone(),
             live_id: spec.ctx.next_live.fetch_add(1, Ordering::Relaxed),
         });
-        if let Lease::Watchdog { lease, renew } = spec.lease {
-            held.renewer.add(&held, lease, renew, started);
+        match spec.lease {
+            Lease::Watchdog { lease, renew } => held.renewer.add(&held, lease, renew, started),
+            Lease::Ttl(_) => held.renewer.watch_ttl(&held),
         }
         spec.ctx.track(&held);
         held
@@ -305,19 +290,22 @@ impl Held {
         mark_lost(&self.key, self.token, &self.lost);
     }
 
-    /// Stops renewing (the store side is handled by the caller).
+    /// Stops renewing or watching the lease (the store side is handled by the caller).
     fn stop(&self) {
-        self.timer.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.renewer.remove(self.live_id);
     }
 
     /// The local, conservative end of the lease.
     fn deadline(&self) -> Instant {
-        *self.deadline.borrow()
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Moves the local lease end after a successful extend.
+    fn set_deadline(&self, at: Instant) {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = at;
+    }
+
+    /// Moves the local lease end after a successful renewal or extend.
     fn extended(&self, sent: Instant, lease: Duration) {
-        self.deadline.send_replace(sent + lease.saturating_sub(self.backend.lease_margin(lease)));
+        self.set_deadline(sent + lease.saturating_sub(self.backend.lease_margin(lease)));
     }
 }

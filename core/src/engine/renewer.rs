@@ -1,6 +1,10 @@
-//! The watchdog of one client: a single task renews every watchdog lease the client
+//! The lease keeper of one client: a single task renews every watchdog lease the client
 //! holds, in batches (Redisson's `LockRenewalScheduler`), so holding 10 000 locks costs
-//! 10 000 / `BATCH` store calls per period instead of 10 000 tasks and round trips.
+//! 10 000 / `BATCH` store calls per period instead of 10 000 tasks and round trips; and it
+//! watches the deadline of every explicit-ttl lease, asking the store when one passes.
+//! Neither kind of grant starts a task or wakes this one on the hot path (acquire then
+//! release well within the lease): one task per ttl grant cost a spawn, a timer and an
+//! abort per acquire (BENCHMARKS.md, Node).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -16,12 +20,25 @@ use crate::rt::{AbortOnDrop, Rt};
 /// Leases renewed per store call (Redisson's `lockWatchdogBatchSize`).
 pub(crate) const BATCH: usize = 100;
 
+/// How long the store may take to say what is left of a ttl lease whose local deadline
+/// passed before the lease counts as lost.
+const TTL_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
 #[derive(Debug)]
 struct Entry {
     held: Weak<Held>,
-    lease: Duration,
-    period: Duration,
-    due: Instant,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// Renewed with `lease` every `period`, next at `due`.
+    Watchdog { lease: Duration, period: Duration, due: Instant },
+    /// Not renewed: when its deadline (`Held::deadline`, moved by `extend`) passes, the
+    /// store, whose clock is authoritative and which may have seen an extension from
+    /// elsewhere (`PermitSemaphore::update_lease`), says whether it still stands
+    /// (`checking`: that question is out).
+    Ttl { checking: bool },
 }
 
 #[derive(Debug, Default)]
@@ -43,9 +60,20 @@ impl Shared {
     fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Inserts `entry`, waking the loop if it would look later than `look`.
+    fn insert(&self, id: u64, entry: Entry, look: Instant) {
+        let mut entries = self.entries();
+        entries.map.insert(id, entry);
+        let wake = entries.next_look.is_none_or(|at| at > look);
+        drop(entries);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
 }
 
-/// Registers watchdog leases and renews them.
+/// Registers watchdog leases and renews them; watches ttl leases.
 #[derive(Debug)]
 pub(crate) struct Renewer {
     shared: Arc<Shared>,
@@ -64,10 +92,20 @@ impl Renewer {
         let due = started + period;
         // When `collect` takes it (it renews a third of a period early).
         let look = due.checked_sub(period / 3).unwrap_or(due);
-        let mut entries = self.shared.entries();
-        entries.map.insert(held.live_id, Entry { held: Arc::downgrade(held), lease, period, due });
-        let wake = entries.next_look.is_none_or(|at| at > look);
-        drop(entries);
+        let entry = Entry { held: Arc::downgrade(held), kind: Kind::Watchdog { lease, period, due } };
+        self.shared.insert(held.live_id, entry, look);
+    }
+
+    /// Watches the explicit-ttl lease of `held`: fires its lost signal once its deadline
+    /// has passed and the store no longer holds it.
+    pub(crate) fn watch_ttl(&self, held: &Arc<Held>) {
+        let entry = Entry { held: Arc::downgrade(held), kind: Kind::Ttl { checking: false } };
+        self.shared.insert(held.live_id, entry, held.deadline());
+    }
+
+    /// A deadline moved (an `extend`): the loop must look by `at` (a shorter lease).
+    pub(crate) fn look_by(&self, at: Instant) {
+        let wake = self.shared.entries().next_look.is_none_or(|next| next > at);
         if wake {
             self.shared.wake.notify_one();
         }
@@ -91,7 +129,11 @@ struct Due {
 async fn run(shared: Arc<Shared>, backend: Arc<dyn Backend>) {
     loop {
         let notified = shared.wake.notified();
-        let (due, next) = collect(&shared);
+        let Look { due, expired, next } = collect(&shared);
+        // Each on its own: a store slow to answer must not hold up the renewals.
+        for (id, held) in expired {
+            tokio::spawn(check_ttl(shared.clone(), backend.clone(), id, held));
+        }
         if due.is_empty() {
             match next {
                 Some(at) => {
@@ -108,27 +150,85 @@ async fn run(shared: Arc<Shared>, backend: Arc<dyn Backend>) {
     }
 }
 
-/// Takes the entries due now or within the next third of their period (renewing a little
-/// early so that leases granted at different moments share batches), and the time the
-/// next one falls due.
-fn collect(s: &Shared) -> (Vec<Due>, Option<Instant>) {
+/// What one look at the entries found.
+struct Look {
+    /// Watchdog renewals to send now.
+    due: Vec<Due>,
+    /// Ttl leases to ask the store about (live id, grant).
+    expired: Vec<(u64, Arc<Held>)>,
+    /// When the next entry falls due.
+    next: Option<Instant>,
+}
+
+/// Takes the watchdog entries due now or within the next third of their period (renewing
+/// a little early so that leases granted at different moments share batches) and the ttl
+/// entries whose deadline passed, and the time the next one falls due.
+fn collect(s: &Shared) -> Look {
     let now = Instant::now();
     let mut entries = s.entries();
     entries.map.retain(|_, e| e.held.strong_count() > 0);
-    let mut due = Vec::new();
+    let (mut due, mut expired) = (Vec::new(), Vec::new());
     let mut next: Option<Instant> = None;
-    for (id, e) in entries.map.iter() {
-        if e.due <= now + e.period / 3 {
-            if let Some(held) = e.held.upgrade() {
-                due.push(Due { id: *id, held, lease: e.lease, period: e.period });
+    let mut later = |at: Instant| next = Some(next.map_or(at, |n: Instant| n.min(at)));
+    for (id, e) in entries.map.iter_mut() {
+        let Some(held) = e.held.upgrade() else { continue };
+        match &mut e.kind {
+            Kind::Watchdog { lease, period, due: at } => {
+                if *at <= now + *period / 3 {
+                    due.push(Due { id: *id, held, lease: *lease, period: *period });
+                } else {
+                    later(*at);
+                }
             }
-        } else {
-            next = Some(next.map_or(e.due, |n| n.min(e.due)));
+            Kind::Ttl { checking: true } => {}
+            Kind::Ttl { checking } => {
+                let at = held.deadline();
+                if at <= now {
+                    *checking = true;
+                    expired.push((*id, held));
+                } else {
+                    later(at);
+                }
+            }
         }
     }
     // With renewals due, the loop looks again as soon as they are sent.
     entries.next_look = if due.is_empty() { next } else { Some(now) };
-    (due, next)
+    Look { due, expired, next }
+}
+
+/// Asks the store about a ttl lease whose local deadline passed: still held (extended
+/// from elsewhere, or the local deadline was conservative) moves the deadline to what the
+/// store says is left; gone, or no answer in time, fires the lost signal.
+async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Backend>, id: u64, held: Arc<Held>) {
+    let left = lease_left(&*backend, &held.key, &held.holder).await;
+    let mut entries = shared.entries();
+    // Released meanwhile: nothing to report.
+    let Some(entry) = entries.map.get_mut(&id) else { return };
+    match left {
+        Some(left) => {
+            let at = Instant::now() + left;
+            held.set_deadline(at);
+            entry.kind = Kind::Ttl { checking: false };
+            let wake = entries.next_look.is_none_or(|next| next > at);
+            drop(entries);
+            if wake {
+                shared.wake.notify_one();
+            }
+        }
+        None => {
+            entries.map.remove(&id);
+            drop(entries);
+            held.mark_lost();
+        }
+    }
+}
+
+/// What the store says is left of `holder`'s lease (`None`: gone, or no answer in time).
+async fn lease_left(backend: &dyn Backend, key: &Key, holder: &str) -> Option<Duration> {
+    let info = timeout(TTL_CHECK_TIMEOUT, backend.inspect(key)).await.ok()?.ok()?;
+    let left = info.holders.iter().find(|h| h.owner == holder)?.lease_left?;
+    (!left.is_zero()).then_some(left)
 }
 
 async fn renew(shared: &Shared, backend: &dyn Backend, mut due: Vec<Due>) {
@@ -146,11 +246,11 @@ async fn renew(shared: &Shared, backend: &dyn Backend, mut due: Vec<Due>) {
         crate::observe::renewals(renewed, chunk.len() - renewed);
         let mut entries = shared.entries();
         for (i, d) in chunk.iter().enumerate() {
-            let Some(e) = entries.map.get_mut(&d.id) else { continue };
+            let Some(Entry { kind: Kind::Watchdog { due, .. }, .. }) = entries.map.get_mut(&d.id) else { continue };
             match out.as_ref().map(|v| v[i]) {
                 Some(true) => {
                     d.held.extended(sent, lease);
-                    e.due = sent + d.period;
+                    *due = sent + d.period;
                 }
                 Some(false) => {
                     d.held.mark_lost();
@@ -161,7 +261,7 @@ async fn renew(shared: &Shared, backend: &dyn Backend, mut due: Vec<Due>) {
                     entries.map.remove(&d.id);
                 }
                 // Failed but the lease may still stand: retry sooner than a full period.
-                None => e.due = Instant::now() + (d.period / 4).max(Duration::from_millis(50)),
+                None => *due = Instant::now() + (d.period / 4).max(Duration::from_millis(50)),
             }
         }
     }
@@ -244,5 +344,43 @@ mod tests {
         let other = Client::connect(&url.to_string()).await.unwrap();
         assert!(other.lock("l0").try_acquire().await.unwrap().is_none());
         drop(guards);
+    }
+
+    /// Ttl leases start no task of their own: 1 000 of them are watched by the client's
+    /// one keeper task, and each still fires its lost signal when it runs out.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ttl_leases_share_the_keeper_task() {
+        let client = Client::connect(&format!("memory://ttl-keeper-{}", uuid::Uuid::new_v4())).await.unwrap();
+        // A first grant starts the client's tasks (the keeper among them).
+        let first = client.lock_with("warm", LockOptions::new().ttl(Duration::from_secs(30))).acquire().await.unwrap();
+        let tasks = tokio::runtime::Handle::current().metrics().num_alive_tasks();
+        let opts = LockOptions::new().ttl(Duration::from_millis(600));
+        let mut guards = Vec::new();
+        for i in 0..1000 {
+            guards.push(client.lock_with(&format!("l{i}"), opts.clone()).acquire().await.unwrap());
+        }
+        let now = tokio::runtime::Handle::current().metrics().num_alive_tasks();
+        assert!(now < tasks + 10, "{} tasks alive for 1 000 ttl leases (from {tasks})", now);
+        // Bound: the 600 ms lease plus generous slack for a loaded 2-core machine.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            for g in &guards {
+                g.lost().await;
+            }
+        })
+        .await
+        .expect("every ttl lease reported lost");
+        assert!(!first.is_lost());
+    }
+
+    /// An `extend` to a shorter lease than the keeper planned for is watched from then on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn extend_to_a_shorter_lease_is_watched() {
+        let client = Client::connect(&format!("memory://ttl-shorter-{}", uuid::Uuid::new_v4())).await.unwrap();
+        let g = client.lock_with("x", LockOptions::new().ttl(Duration::from_secs(60))).acquire().await.unwrap();
+        let t0 = tokio::time::Instant::now();
+        g.extend(Duration::from_millis(700)).await.unwrap();
+        // Bound: 700 ms plus generous slack, far below the first 60 s lease.
+        tokio::time::timeout(Duration::from_secs(10), g.lost()).await.expect("lost after the shorter lease");
+        assert!(t0.elapsed() >= Duration::from_millis(690), "lost after only {:?}", t0.elapsed());
     }
 }

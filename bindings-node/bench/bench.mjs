@@ -129,6 +129,15 @@ async function redlockScenarios(url, client) {
     }
     out.push(summary('node-redlock release -> waiter granted', 2, samples, performance.now() - t0, false));
     out.push(...(await paired(client, redlock)));
+    // Throughput: MANY tasks on a name each, as baton's second row (no lock contended).
+    b = budget();
+    t0 = performance.now();
+    const many = await Promise.all(
+      Array.from({ length: MANY }, (_, i) =>
+        loop(b, async () => (await redlock.acquire([`bench/node/redlock/${MANY}/${i}`], 30_000)).release()),
+      ),
+    );
+    out.push(summary(`node-redlock acquire+release, ${MANY} tasks`, MANY, many.flat(), performance.now() - t0));
   } finally {
     redis.disconnect();
   }
@@ -241,7 +250,7 @@ if (json) {
       console.log(`  per-call overhead vs Rust (p50 of 1 task, halved): ${fmt((one.p50_us - rs.p50_us) / 2)}`);
     }
     if (r.redlock) {
-      const [rl1, rlh, pb, , pr] = r.redlock;
+      const [rl1, rlh, pb, , pr, rlMany] = r.redlock;
       const ho = r.scenarios[2];
       for (const s of r.redlock) {
         console.log(`  ${s.name.padEnd(50)} ${String(s.tasks).padEnd(6)} ${String(s.ops).padEnd(6)} ${(s.ops_per_sec === null ? '-' : String(Math.round(s.ops_per_sec))).padEnd(8)} ${fmt(s.p50_us).padEnd(9)} ${fmt(s.p99_us).padEnd(9)} ${fmt(s.max_us)}`);
@@ -249,6 +258,11 @@ if (json) {
       console.log(
         `  vs node-redlock (baton's row: a watchdog lease, not paired): acquire+release ${Math.round(one.ops_per_sec)} vs ${Math.round(rl1.ops_per_sec)} ops/s (x${(one.ops_per_sec / rl1.ops_per_sec).toFixed(2)}),` +
           ` hand-off p50 ${fmt(ho.p50_us)} vs ${fmt(rlh.p50_us)} (x${Math.round(rlh.p50_us / ho.p50_us)} lower)`,
+      );
+      const bMany = r.scenarios[1];
+      console.log(
+        `  ${MANY} tasks, a name each (throughput): ${Math.round(bMany.ops_per_sec)} vs ${Math.round(rlMany.ops_per_sec)} ops/s` +
+          ` (x${(bMany.ops_per_sec / rlMany.ops_per_sec).toFixed(2)}), p50 ${fmt(bMany.p50_us)} vs ${fmt(rlMany.p50_us)}`,
       );
       console.log(
         `  paired, a ${pb.name.match(/ttlMs (\d+)/)[1]} ms ttl lease on both sides: ${Math.round(pb.ops_per_sec)} vs` +

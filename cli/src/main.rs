@@ -63,12 +63,15 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
     let store = StoreChoice::resolve(cli.url.as_deref())?;
     let verbose = cli.verbose;
     // Short-lived commands get a single-threaded runtime (fast start-up, and `run` spawns
-    // its command from the thread that lives as long as baton); the bench wants every core.
-    let runtime = match cli.command {
-        Command::Bench(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
-        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
-    }
-    .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start the async runtime: {e}")))?;
+    // its command from the thread that lives as long as baton); the bench wants every core
+    // unless told otherwise (`--runtime`, `--workers`).
+    let runtime = match &cli.command {
+        Command::Bench(a) => a.runtime()?,
+        _ => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start the async runtime: {e}")))?,
+    };
     let out = runtime.block_on(async move {
         match cli.command {
             Command::Run(a) => cmd::run::run(a, store, verbose).await,

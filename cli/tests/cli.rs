@@ -364,6 +364,34 @@ fn bench_reports_every_scenario() {
     assert_eq!(scenarios[1]["tasks"], 64);
 }
 
+/// `--runtime current-thread` and `--workers N` run the same scenarios and say so in the
+/// report; `--workers` without a multi-thread runtime is a usage error.
+#[test]
+fn bench_runs_on_the_runtime_asked_for() {
+    for (flags, runtime, workers) in [
+        (&["--runtime", "current-thread"][..], "current-thread", None),
+        (&["--workers", "1"][..], "multi-thread", Some(1)),
+    ] {
+        let mut cmd = baton();
+        cmd.args(["bench", "--url", "memory://", "--json", "--iterations", "200", "--duration", "1s"]).args(flags);
+        let out = run_to_end(&mut cmd, Duration::from_secs(60), "baton bench");
+        assert_eq!(out.status.code(), Some(0), "{flags:?}: {}", stderr(&out));
+        let report: Value = serde_json::from_slice(&out.stdout).expect("bench --json prints JSON");
+        assert_eq!(report["runtime"], runtime, "{flags:?}");
+        assert_eq!(report["workers"].as_u64(), workers, "{flags:?}");
+        let scenarios = report["scenarios"].as_array().unwrap();
+        assert_eq!(scenarios.len(), 3, "{flags:?}: {report}");
+        assert!(scenarios.iter().all(|s| s["ops"].as_u64().unwrap() > 0), "{flags:?}: {report}");
+    }
+    let out = run_to_end(
+        baton().args(["bench", "--url", "memory://", "--runtime", "current-thread", "--workers", "2"]),
+        Duration::from_secs(60),
+        "baton bench",
+    );
+    assert_eq!(out.status.code(), Some(64));
+    assert!(stderr(&out).contains("--workers needs --runtime multi-thread"), "{}", stderr(&out));
+}
+
 /// `baton bench --json` on the store of `$var` with at most `ops` per scenario: its
 /// scenarios, after checking their names and that the store-specific ones (after the
 /// three every store has) measured something. `None` (skipped) without `$var`, outside CI.

@@ -61,11 +61,49 @@ pub(crate) struct Args {
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// The async runtime the scenarios run on: `multi-thread` (a worker per core, or
+    /// `--workers`) or `current-thread` (the caller, the store's sockets and baton's
+    /// background tasks on one thread: no hand-over between threads, as for a binding that
+    /// drives I/O from its host's thread).
+    #[arg(long, value_enum, default_value_t = BenchRuntime::MultiThread)]
+    pub(crate) runtime: BenchRuntime,
+    /// Worker threads of the multi-thread runtime (default: one per core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) workers: Option<u16>,
+}
+
+/// `baton bench --runtime`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum BenchRuntime {
+    MultiThread,
+    CurrentThread,
+}
+
+impl Args {
+    /// The runtime `--runtime` and `--workers` ask for.
+    pub(crate) fn runtime(&self) -> Result<tokio::runtime::Runtime, Failure> {
+        let mut b = match (self.runtime, self.workers) {
+            (BenchRuntime::CurrentThread, Some(_)) => {
+                return Err(Failure::new(exit::USAGE, "--workers needs --runtime multi-thread"));
+            }
+            (BenchRuntime::CurrentThread, None) => tokio::runtime::Builder::new_current_thread(),
+            (BenchRuntime::MultiThread, _) => tokio::runtime::Builder::new_multi_thread(),
+        };
+        if let Some(n) = self.workers {
+            b.worker_threads(usize::from(n));
+        }
+        b.enable_all().build().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start the async runtime: {e}")))
+    }
 }
 
 #[derive(Serialize)]
 struct Report {
     url: String,
+    runtime: BenchRuntime,
+    /// Worker threads of the multi-thread runtime (`None`: one per core, or current-thread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workers: Option<u16>,
     iterations: u64,
     duration_ms: f64,
     scenarios: Vec<Scenario>,
@@ -145,7 +183,15 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     client.close().await;
     let scenarios = out?;
     let watchdog = watchdog?;
-    let report = Report { url, iterations: args.iterations, duration_ms: output::millis(limit), scenarios, watchdog };
+    let report = Report {
+        url,
+        runtime: args.runtime,
+        workers: args.workers,
+        iterations: args.iterations,
+        duration_ms: output::millis(limit),
+        scenarios,
+        watchdog,
+    };
     if args.json {
         output::print_json(&report)?;
     } else {
@@ -483,8 +529,13 @@ fn render(r: &Report) -> String {
             d(s.max_us),
         ]);
     }
+    let runtime = match (r.runtime, r.workers) {
+        (BenchRuntime::CurrentThread, _) => "current-thread runtime".to_owned(),
+        (BenchRuntime::MultiThread, None) => "multi-thread runtime".to_owned(),
+        (BenchRuntime::MultiThread, Some(n)) => format!("multi-thread runtime, {n} workers"),
+    };
     let mut out = format!(
-        "baton bench on {} (at most {} ops or {} per scenario)\n{}{}",
+        "baton bench on {} (at most {} ops or {} per scenario, {runtime})\n{}{}",
         r.url,
         r.iterations,
         human(Duration::from_secs_f64(r.duration_ms / 1e3)),

@@ -80,13 +80,12 @@ describe('mutual exclusion', () => {
   // default, a wide one and an unreadable value (the default) side by side keep exclusion.
   const busyUrl = sqliteUrl('busy');
   it(`processes with busy-polling off, default and wide on ${label(busyUrl)}`, { timeout: 180_000 }, async () => {
-    const url = busyUrl;
     const { counter, journal } = files('busy');
     const name = uniq('counter');
     const iterations = 50;
     const windows = ['0', '200', '5000', 'not-a-number'];
     await Promise.all(
-      windows.map((w) => runProcess([url, name, counter, journal, String(iterations)], { BATON_NODE_BUSY_POLL_US: w })),
+      windows.map((w) => runProcess([busyUrl, name, counter, journal, String(iterations)], { BATON_NODE_BUSY_POLL_US: w })),
     );
     check(counter, journal, windows.length * iterations);
   });

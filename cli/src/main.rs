@@ -67,11 +67,11 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
     // unless told otherwise (`--runtime`, `--workers`).
     let runtime = match &cli.command {
         Command::Bench(a) => a.runtime()?,
-        _ => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start the async runtime: {e}")))?,
-    };
+        _ => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build()
+    .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start the async runtime: {e}")))?;
     let out = runtime.block_on(async move {
         match cli.command {
             Command::Run(a) => cmd::run::run(a, store, verbose).await,

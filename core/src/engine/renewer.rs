@@ -65,7 +65,12 @@ impl Shared {
     fn insert(&self, id: u64, entry: Entry, look: Instant) {
         let mut entries = self.entries();
         entries.map.insert(id, entry);
-        let wake = entries.next_look.is_none_or(|at| at > look);
+        self.look_by(entries, look);
+    }
+
+    /// Wakes the loop if it would look later than `at` (the lock is let go first).
+    fn look_by(&self, entries: std::sync::MutexGuard<'_, Entries>, at: Instant) {
+        let wake = entries.next_look.is_none_or(|next| next > at);
         drop(entries);
         if wake {
             self.wake.notify_one();
@@ -105,10 +110,7 @@ impl Renewer {
 
     /// A deadline moved (an `extend`): the loop must look by `at` (a shorter lease).
     pub(crate) fn look_by(&self, at: Instant) {
-        let wake = self.shared.entries().next_look.is_none_or(|next| next > at);
-        if wake {
-            self.shared.wake.notify_one();
-        }
+        self.shared.look_by(self.shared.entries(), at);
     }
 
     /// Stops renewing the grant `live_id`.
@@ -210,11 +212,7 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Backend>, id: u64, held
             let at = Instant::now() + left;
             held.set_deadline(at);
             entry.kind = Kind::Ttl { checking: false };
-            let wake = entries.next_look.is_none_or(|next| next > at);
-            drop(entries);
-            if wake {
-                shared.wake.notify_one();
-            }
+            shared.look_by(entries, at);
         }
         None => {
             entries.map.remove(&id);

@@ -55,6 +55,7 @@ impl Grpc {
         if let Some((user, password)) = auth {
             opts = opts.with_user(user, password);
         }
+        let scheme = tls.url_scheme();
         if tls.on {
             let roots = match tls.ca {
                 Some(pem) => TlsOptions::new().ca_certificate(Certificate::from_pem(pem)),
@@ -63,7 +64,7 @@ impl Grpc {
             opts = opts.with_tls(roots);
         }
         let g = Grpc {
-            scheme: if tls.on { "https" } else { "http" },
+            scheme,
             clients: endpoints.iter().map(|_| OnceCell::new()).collect(),
             endpoints,
             current: AtomicUsize::new(0),

@@ -263,7 +263,7 @@ impl Http {
         }
         let client =
             builder.build().map_err(|e| Error::connection(format!("{store}: cannot build an HTTP client: {e}")))?;
-        let scheme = if tls.on { "https" } else { "http" };
+        let scheme = tls.url_scheme();
         let http = Http {
             client,
             endpoints: endpoints.into_iter().map(|e| format!("{scheme}://{e}")).collect(),

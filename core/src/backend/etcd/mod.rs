@@ -497,6 +497,13 @@ pub(crate) struct Tls {
     pub(crate) ca: Option<Vec<u8>>,
 }
 
+impl Tls {
+    /// The endpoints' URL scheme.
+    pub(crate) fn url_scheme(&self) -> &'static str {
+        if self.on { "https" } else { "http" }
+    }
+}
+
 /// How an etcd store takes locks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scheme {

@@ -128,7 +128,15 @@ async function redlockScenarios(url, client) {
       await g.release();
     }
     out.push(summary('node-redlock release -> waiter granted', 2, samples, performance.now() - t0, false));
-    out.push(...(await paired(client, redlock)));
+    // The same ttl handle with the JavaScript-thread link off (src/here.rs): the calls on
+    // napi's worker, as before that link existed. The variable is read at connect.
+    process.env.BATON_NODE_DRIVEN_LINK = '0';
+    const off = await connect(url).finally(() => delete process.env.BATON_NODE_DRIVEN_LINK);
+    try {
+      out.push(...(await paired(client, redlock, off)));
+    } finally {
+      await off.close();
+    }
     // Throughput: MANY tasks on a name each, as baton's second row (no lock contended).
     b = budget();
     t0 = performance.now();
@@ -153,17 +161,23 @@ async function redlockScenarios(url, client) {
  * still spin through the start of node-redlock's turn and slow it. The rate of each is
  * 1 / its mean time.
  */
-async function paired(client, redlock) {
+async function paired(client, redlock, off) {
   const ttl = 30_000;
   const BLOCK = 100;
   const lock = client.lock('bench/node/paired-ttl', { ttlMs: ttl });
   const watched = client.lock('bench/node/paired-watchdog');
+  const offLock = off.lock('bench/node/paired-off', { ttlMs: ttl });
   const sides = [
     { name: `baton acquire+release, ttlMs ${ttl} (paired)`, op: async () => (await lock.acquire()).release(), s: [] },
     { name: 'baton acquire+release, watchdog (paired)', op: async () => (await watched.acquire()).release(), s: [] },
     {
       name: `node-redlock acquire+release, ${ttl} ms (paired)`,
       op: async () => (await redlock.acquire(['bench/node/redlock/paired'], ttl)).release(),
+      s: [],
+    },
+    {
+      name: `baton acquire+release, ttlMs ${ttl}, link off (paired)`,
+      op: async () => (await offLock.acquire()).release(),
       s: [],
     },
   ];
@@ -250,7 +264,7 @@ if (json) {
       console.log(`  per-call overhead vs Rust (p50 of 1 task, halved): ${fmt((one.p50_us - rs.p50_us) / 2)}`);
     }
     if (r.redlock) {
-      const [rl1, rlh, pb, , pr, rlMany] = r.redlock;
+      const [rl1, rlh, pb, , pr, poff, rlMany] = r.redlock;
       const ho = r.scenarios[2];
       for (const s of r.redlock) {
         console.log(`  ${s.name.padEnd(50)} ${String(s.tasks).padEnd(6)} ${String(s.ops).padEnd(6)} ${(s.ops_per_sec === null ? '-' : String(Math.round(s.ops_per_sec))).padEnd(8)} ${fmt(s.p50_us).padEnd(9)} ${fmt(s.p99_us).padEnd(9)} ${fmt(s.max_us)}`);
@@ -267,7 +281,8 @@ if (json) {
       console.log(
         `  paired, a ${pb.name.match(/ttlMs (\d+)/)[1]} ms ttl lease on both sides: ${Math.round(pb.ops_per_sec)} vs` +
           ` ${Math.round(pr.ops_per_sec)} ops/s (x${(pb.ops_per_sec / pr.ops_per_sec).toFixed(2)}),` +
-          ` p50 ${fmt(pb.p50_us)} vs ${fmt(pr.p50_us)}`,
+          ` p50 ${fmt(pb.p50_us)} vs ${fmt(pr.p50_us)}; link off ${Math.round(poff.ops_per_sec)} ops/s` +
+          ` (x${(poff.ops_per_sec / pr.ops_per_sec).toFixed(2)}), p50 ${fmt(poff.p50_us)}`,
       );
     } else if (r.url.startsWith('redis://')) {
       console.log('  (node-redlock comparison skipped: npm install redlock ioredis)');

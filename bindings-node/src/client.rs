@@ -15,13 +15,27 @@ use crate::semaphore::Semaphore;
 /// Connects to the store `url` names (`memory://`, `sqlite:///path.db`, …).
 #[napi]
 pub async fn connect(url: String) -> napi::Result<Client> {
-    call::run(async move { baton::Client::connect(&url).await }).await.map(|inner| Client { inner })
+    call::run(async move {
+        let inner = baton::Client::connect(&url).await?;
+        // A plain `redis://` server: a second connection for the hot calls, driven from the
+        // JavaScript thread (`here`). Without it (refused, or turned off) they take napi's
+        // runtime as every other call does.
+        let link = if driven_link_wanted() { crate::here::Link::open(&inner).await } else { None };
+        Ok(Client { inner, link })
+    })
+    .await
+}
+
+/// `BATON_NODE_DRIVEN_LINK=0` turns the JavaScript-thread link off (for comparisons).
+fn driven_link_wanted() -> bool {
+    std::env::var("BATON_NODE_DRIVEN_LINK").map_or(true, |v| v.trim() != "0")
 }
 
 /// A connection to one store.
 #[napi]
 pub struct Client {
     inner: baton::Client,
+    link: Option<std::sync::Arc<crate::here::Link>>,
 }
 
 #[napi]
@@ -30,14 +44,14 @@ impl Client {
     #[napi(catch_unwind)]
     pub fn lock(&self, name: String, options: Option<LockOptions>) -> Lock {
         let inner = lock_options(options).map(|o| self.inner.lock_with(&name, o));
-        Lock::new(inner, name)
+        Lock::new(inner, name, self.link.clone())
     }
 
     /// A fair lock handle (grants in request order).
     #[napi(catch_unwind)]
     pub fn fair_lock(&self, name: String, options: Option<LockOptions>) -> FairLock {
         let inner = lock_options(options).map(|o| self.inner.fair_lock_with(&name, o));
-        FairLock::new(inner, name)
+        FairLock::new(inner, name, self.link.clone())
     }
 
     /// A read-write lock handle.
@@ -83,14 +97,19 @@ impl Client {
     }
 
     /// Releases everything this client holds and closes the store connection.
-    #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close(&self, env: napi::Env) -> napi::Result<crate::settle::Promise> {
+        if let Some(link) = &self.link {
+            link.close();
+        }
         let client = self.inner.clone();
-        call::run(async move {
-            client.close().await;
-            Ok(())
-        })
-        .await
+        crate::settle::promise(
+            &env,
+            call::run(async move {
+                client.close().await;
+                Ok(())
+            }),
+        )
     }
 
     /// This client's id.

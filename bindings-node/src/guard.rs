@@ -10,7 +10,7 @@ use napi_derive::napi;
 use crate::call;
 use crate::cell::Cell;
 
-/// The methods every guard class shares, over its `cell` field (a second `#[napi] impl`
+/// The methods every guard class shares, over its `cell` field and its `driven()` link (a second `#[napi] impl`
 /// block: napi does not expand macros inside one).
 macro_rules! guard_methods {
     ($Js:ident) => {
@@ -20,13 +20,13 @@ macro_rules! guard_methods {
             /// guard was released already.
             #[napi(ts_return_type = "Promise<void>")]
             pub fn release(&self, env: napi::Env) -> napi::Result<$crate::settle::Promise> {
-                $crate::settle::promise(&env, $crate::call::run(self.cell.clone().release(true)))
+                $crate::here::promise(&env, self.driven(), $crate::call::run(self.cell.clone().release(true)))
             }
 
             /// Releases unless released already (what `Symbol.asyncDispose` calls).
             #[napi(ts_return_type = "Promise<void>")]
             pub fn dispose(&self, env: napi::Env) -> napi::Result<$crate::settle::Promise> {
-                $crate::settle::promise(&env, $crate::call::run(self.cell.clone().release(false)))
+                $crate::here::promise(&env, self.driven(), $crate::call::run(self.cell.clone().release(false)))
             }
 
             /// Whether `release()` (or `dispose()`) was called.
@@ -59,12 +59,23 @@ pub struct LockGuard {
     token: u64,
     name: String,
     owner: String,
+    /// The JavaScript-thread link of the handle that acquired it, if any (`here`).
+    link: Option<Arc<crate::here::Link>>,
 }
 
 impl LockGuard {
     pub(crate) fn new(g: baton::LockGuard) -> LockGuard {
+        LockGuard::over(g, None)
+    }
+
+    /// A guard whose release goes over `link` (as its acquire did).
+    pub(crate) fn over(g: baton::LockGuard, link: Option<Arc<crate::here::Link>>) -> LockGuard {
         let (token, name, owner) = (g.token().get(), g.name().to_owned(), g.owner().to_owned());
-        LockGuard { cell: Cell::new(g, format!("`{name}`")), token, name, owner }
+        LockGuard { cell: Cell::new(g, format!("`{name}`")), token, name, owner, link }
+    }
+
+    fn driven(&self) -> Option<&Arc<crate::here::Link>> {
+        self.link.as_ref()
     }
 }
 

@@ -5,7 +5,8 @@
 //! Layout: one file per public noun (`client`, `lock`, `rw`, `semaphore`, `permits`,
 //! `latch`, `multi`, `inspect`), the guards (`guard`, `cell`), and the plumbing
 //! (`call`: the async bridge and cancel tokens, `settle`: the promises of the hot calls,
-//! `busy`: the busy-poll window that keeps napi's worker awake around them,
+//! `busy`: the busy-poll window that keeps napi's worker awake around them, `here`: the
+//! same calls polled on the JavaScript thread over a Redis link libuv watches (`uv`),
 //! `errors`, `convert`).
 #![allow(clippy::new_without_default)]
 
@@ -16,6 +17,7 @@ pub mod client;
 mod convert;
 pub mod errors;
 mod guard;
+mod here;
 mod inspect;
 mod latch;
 mod lock;
@@ -24,6 +26,7 @@ mod permits;
 mod rw;
 mod semaphore;
 mod settle;
+mod uv;
 
 /// napi's runtime polls every call (`call::run`) and the background work (watchdogs,
 /// releases of dropped guards) of the clients made from JavaScript. One worker: the calls

@@ -6,7 +6,8 @@ use napi_derive::napi;
 use crate::call::{self, CancelToken};
 use crate::guard::LockGuard;
 use crate::inspect::Inspection;
-use crate::settle::{self, Promise};
+use crate::here;
+use crate::settle::Promise;
 
 macro_rules! lock_class {
     ($(#[$m:meta])* $Js:ident, $Core:ty) => {
@@ -16,11 +17,13 @@ macro_rules! lock_class {
             /// The handle, or the error its options met (reported by every call).
             inner: baton::Result<$Core>,
             name: String,
+            /// The client's JavaScript-thread link, if any (`here`).
+            link: Option<std::sync::Arc<here::Link>>,
         }
 
         impl $Js {
-            pub(crate) fn new(inner: baton::Result<$Core>, name: String) -> $Js {
-                $Js { inner, name }
+            pub(crate) fn new(inner: baton::Result<$Core>, name: String, link: Option<std::sync::Arc<here::Link>>) -> $Js {
+                $Js { inner, name, link }
             }
         }
 
@@ -54,7 +57,8 @@ macro_rules! lock_class {
                         None => lock.acquire().await,
                     }
                 });
-                settle::promise(&env, async move { fut.await.map(LockGuard::new) })
+                let link = self.link.clone();
+                here::promise(&env, self.link.as_ref(), async move { fut.await.map(|g| LockGuard::over(g, link)) })
             }
 
             /// One attempt: null when someone else holds the lock.
@@ -62,7 +66,10 @@ macro_rules! lock_class {
             pub fn try_acquire(&self, env: Env) -> napi::Result<Promise> {
                 let lock = self.inner.clone();
                 let fut = call::run(async move { lock?.try_acquire().await });
-                settle::promise(&env, async move { fut.await.map(|g| g.map(LockGuard::new)) })
+                let link = self.link.clone();
+                here::promise(&env, self.link.as_ref(), async move {
+                    fut.await.map(|g| g.map(|g| LockGuard::over(g, link)))
+                })
             }
 
             /// Holders, waiters and the last token of this lock.

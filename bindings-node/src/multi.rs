@@ -66,6 +66,11 @@ impl MultiGuard {
         let what = format!("the multi-lock over {}", names.join(", "));
         MultiGuard { cell: Cell::new(g, what), tokens, names }
     }
+
+    /// Released on napi's runtime (no JavaScript-thread link: see `here`).
+    fn driven(&self) -> Option<&std::sync::Arc<crate::here::Link>> {
+        None
+    }
 }
 
 #[napi]

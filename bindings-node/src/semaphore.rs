@@ -95,6 +95,11 @@ pub struct Permit {
 }
 
 impl Permit {
+    /// Released on napi's runtime (no JavaScript-thread link: see `here`).
+    fn driven(&self) -> Option<&Arc<crate::here::Link>> {
+        None
+    }
+
     pub(crate) fn new(p: baton::Permit) -> Permit {
         let (token, id, name, count) = (p.token().get(), p.id().to_owned(), p.name().to_owned(), p.count());
         let cell = Cell::new(p, format!("permit `{id}` of `{name}`"));

@@ -11,34 +11,36 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::future::Future;
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::ToNapiValue;
 use napi::{Env, JsError, Status, sys};
 
 /// Settles one promise on the JavaScript thread.
-type Settle = Box<dyn FnOnce(sys::napi_env) + Send>;
+pub(crate) type Settle = Box<dyn FnOnce(sys::napi_env) + Send>;
 
 /// The JavaScript thread's end of the bridge.
-struct Bridge {
+pub(crate) struct Bridge {
     /// `None` once Node finalized the function (the environment is going away).
     tsfn: Mutex<Option<Raw<sys::napi_threadsafe_function>>>,
     queue: Mutex<Vec<Settle>>,
     /// Calls not yet settled; read and written on the JavaScript thread only.
     pending: AtomicUsize,
+    /// A task polled on the JavaScript thread (`here`) was woken from another thread.
+    poked: AtomicBool,
 }
 
 /// A raw napi pointer that may cross threads: napi's threadsafe functions are meant to be
 /// called from any thread, and a deferred is only used back on the JavaScript thread.
 #[derive(Clone, Copy)]
-struct Raw<T>(T);
+pub(crate) struct Raw<T>(pub(crate) T);
 // SAFETY: see the type's comment.
 unsafe impl<T> Send for Raw<T> {}
 
 impl<T: Copy> Raw<T> {
     /// The pointer (a method, so that closures capture the `Send` wrapper, not its field).
-    fn get(self) -> T {
+    pub(crate) fn get(self) -> T {
         self.0
     }
 }
@@ -52,7 +54,7 @@ thread_local! {
     static BRIDGE: RefCell<Option<(Raw<sys::napi_env>, Arc<Bridge>)>> = const { RefCell::new(None) };
 }
 
-fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
+pub(crate) fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())
     } else {
@@ -61,7 +63,7 @@ fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
 }
 
 /// This environment's bridge, made on first use.
-fn bridge(env: sys::napi_env) -> napi::Result<Arc<Bridge>> {
+pub(crate) fn bridge(env: sys::napi_env) -> napi::Result<Arc<Bridge>> {
     BRIDGE.with(|slot| {
         let mut slot = slot.borrow_mut();
         if let Some((e, b)) = slot.as_ref()
@@ -70,7 +72,12 @@ fn bridge(env: sys::napi_env) -> napi::Result<Arc<Bridge>> {
         {
             return Ok(b.clone());
         }
-        let b = Arc::new(Bridge { tsfn: Mutex::new(None), queue: Mutex::default(), pending: AtomicUsize::new(0) });
+        let b = Arc::new(Bridge {
+            tsfn: Mutex::new(None),
+            queue: Mutex::default(),
+            pending: AtomicUsize::new(0),
+            poked: AtomicBool::new(false),
+        });
         let mut name = ptr::null_mut();
         // SAFETY: `env` is the live environment of this call; the strings are valid.
         check(
@@ -125,20 +132,55 @@ unsafe extern "C" fn call_js(env: sys::napi_env, _f: sys::napi_value, context: *
     if env.is_null() {
         return; // the environment is going away: nobody is left to settle for
     }
+    if b.poked.swap(false, Ordering::SeqCst) {
+        crate::here::drive(env);
+    }
     let n = batch.len();
     for settle in batch {
         settle(env);
     }
-    if n > 0
-        && b.pending.fetch_sub(n, Ordering::Relaxed) == n
-        && let Some(t) = *lock(&b.tsfn)
-    {
-        // SAFETY: on the JavaScript thread, with a live function.
-        unsafe { sys::napi_unref_threadsafe_function(env, t.0) };
-    }
+    b.let_go(env, n);
 }
 
 impl Bridge {
+    /// On the JavaScript thread: one more call pending (the loop stays alive meanwhile).
+    pub(crate) fn hold(&self, env: sys::napi_env) {
+        if self.pending.fetch_add(1, Ordering::Relaxed) == 0
+            && let Some(t) = *lock(&self.tsfn)
+        {
+            // SAFETY: on the JavaScript thread, with a live function.
+            unsafe { sys::napi_ref_threadsafe_function(env, t.0) };
+        }
+    }
+
+    /// On the JavaScript thread: `n` pending calls settled.
+    pub(crate) fn let_go(&self, env: sys::napi_env, n: usize) {
+        if n > 0
+            && self.pending.fetch_sub(n, Ordering::Relaxed) == n
+            && let Some(t) = *lock(&self.tsfn)
+        {
+            // SAFETY: on the JavaScript thread, with a live function.
+            unsafe { sys::napi_unref_threadsafe_function(env, t.0) };
+        }
+    }
+
+    /// From any thread: asks for a run of `here::drive` on the JavaScript thread.
+    pub(crate) fn poke(&self) {
+        if !self.poked.swap(true, Ordering::SeqCst) {
+            self.call();
+        }
+    }
+
+    fn call(&self) {
+        let tsfn = lock(&self.tsfn);
+        if let Some(t) = *tsfn {
+            // SAFETY: the lock keeps `finalize` from invalidating `t` meanwhile.
+            unsafe {
+                sys::napi_call_threadsafe_function(t.0, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking)
+            };
+        }
+    }
+
     /// From any thread: queues `settle` and, when the queue was empty, asks for a run of
     /// `call_js` (a run already asked for takes the later answers along).
     fn send(&self, settle: Settle) {
@@ -148,17 +190,7 @@ impl Bridge {
             q.len() == 1
         };
         if first {
-            let tsfn = lock(&self.tsfn);
-            if let Some(t) = *tsfn {
-                // SAFETY: the lock keeps `finalize` from invalidating `t` meanwhile.
-                unsafe {
-                    sys::napi_call_threadsafe_function(
-                        t.0,
-                        ptr::null_mut(),
-                        sys::ThreadsafeFunctionCallMode::nonblocking,
-                    )
-                };
-            }
+            self.call();
         }
     }
 }
@@ -184,17 +216,31 @@ impl<T: ToNapiValue + Send + 'static> Drop for Settler<T> {
             Err(napi::Error::new(Status::Cancelled, "internal error: the call was dropped unfinished"))
         });
         let deferred = self.deferred;
-        self.bridge.send(Box::new(move |env| {
-            let d = deferred.get();
-            // SAFETY: on the JavaScript thread of the environment that made `d`, once.
-            unsafe {
-                match out.and_then(|v| T::to_napi_value(env, v)) {
-                    Ok(v) => sys::napi_resolve_deferred(env, d, v),
-                    Err(e) => sys::napi_reject_deferred(env, d, JsError::from(e).into_value(env)),
-                };
-            }
-        }));
+        self.bridge.send(Box::new(move |env| settle(env, deferred, out)));
     }
+}
+
+/// On the JavaScript thread of the environment that made `deferred`, once: settles it.
+pub(crate) fn settle<T: ToNapiValue>(env: sys::napi_env, deferred: Raw<sys::napi_deferred>, out: napi::Result<T>) {
+    let d = deferred.get();
+    // SAFETY: see the function's comment.
+    unsafe {
+        match out.and_then(|v| T::to_napi_value(env, v)) {
+            Ok(v) => sys::napi_resolve_deferred(env, d, v),
+            Err(e) => sys::napi_reject_deferred(env, d, JsError::from(e).into_value(env)),
+        };
+    }
+}
+
+/// A pending promise and its deferred, counted pending on this environment's bridge.
+pub(crate) fn pending(env: &Env) -> napi::Result<(Arc<Bridge>, Raw<sys::napi_deferred>, Promise)> {
+    let raw = env.raw();
+    let bridge = bridge(raw)?;
+    let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: `raw` is the live environment of this call.
+    check(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) }, "napi_create_promise")?;
+    bridge.hold(raw);
+    Ok((bridge, Raw(deferred), Promise(promise)))
 }
 
 /// A promise made by [`promise`], returned as is to JavaScript.
@@ -212,23 +258,13 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = napi::Result<T>> + Send + 'static,
 {
-    let raw = env.raw();
-    let bridge = bridge(raw)?;
-    let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
-    // SAFETY: `raw` is the live environment of this call.
-    check(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) }, "napi_create_promise")?;
-    if bridge.pending.fetch_add(1, Ordering::Relaxed) == 0
-        && let Some(t) = *lock(&bridge.tsfn)
-    {
-        // SAFETY: on the JavaScript thread, with a live function.
-        unsafe { sys::napi_ref_threadsafe_function(raw, t.0) };
-    }
-    let settler = Settler { bridge, deferred: Raw(deferred), out: None };
+    let (bridge, deferred, promise) = pending(env)?;
+    let settler = Settler { bridge, deferred, out: None };
     let in_flight = crate::busy::started();
     napi::bindgen_prelude::spawn(async move {
         let out = fut.await;
         drop(in_flight);
         settler.finish(out)
     });
-    Ok(Promise(promise))
+    Ok(promise)
 }

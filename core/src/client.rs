@@ -167,6 +167,15 @@ impl Client {
         self.ctx.close().await;
     }
 
+    /// A second connection to a plain `redis://` server whose socket the caller's event
+    /// loop watches ([`DrivenLink`](crate::DrivenLink)): the Node binding drives its hot calls
+    /// over it from the JavaScript thread. `None` on every other store (and on TLS, cluster
+    /// and sentinel URLs).
+    #[cfg(feature = "redis")]
+    pub async fn driven_link(&self) -> Result<Option<crate::DrivenLink>> {
+        self.ctx.backend.driven_link().await
+    }
+
     /// Whether [`Client::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.ctx.is_closed()

@@ -53,6 +53,8 @@ mod state;
 mod token;
 mod url;
 
+#[cfg(feature = "redis")]
+pub use backend::DrivenLink;
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
 pub use inspect::{Holder, Inspection};

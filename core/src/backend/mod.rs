@@ -6,6 +6,8 @@ mod etcd;
 pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+pub use self::redis::driven::DrivenLink;
 #[cfg(feature = "redlock")]
 mod redlock;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
@@ -188,6 +190,13 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
 
     /// Closes connections; later calls may fail.
     async fn close(&self) {}
+
+    /// A connection the caller's event loop drives (`Client::driven_link`); None where the
+    /// store has none.
+    #[cfg(feature = "redis")]
+    async fn driven_link(&self) -> Result<Option<DrivenLink>> {
+        Ok(None)
+    }
 
     /// Once the steps a call left running in the background have ended (Redlock: the
     /// nodes that answered after the quorum). For benchmarks, which must not time one

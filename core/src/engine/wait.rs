@@ -1,6 +1,7 @@
 //! The acquire loop: attempt → wait for the store to say something changed → attempt
 //! again, until granted, timed out, or dropped.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -115,8 +116,10 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// One store attempt in its own task, so that a grant that arrives after the caller gave
-/// up is released instead of leaked.
+/// One store attempt, run in the caller's task and handed to the runtime if the caller
+/// gives up before it ends (`Finish`), so that a grant that arrives after that is
+/// released instead of leaked. (In the caller's task: no thread crossing where the caller
+/// polls on the thread its store connection is driven from; see `DrivenLink`.)
 ///
 /// A re-entry answered while the handle holds nothing (`Slot::strays_possible`) means the
 /// store kept holds of an earlier attempt whose answer was lost with its connection: they
@@ -128,7 +131,8 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)>
     let backend: Arc<dyn Backend> = spec.ctx.backend.clone();
     let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
     let under_way = UnderWay::new(slot.clone());
-    spec.ctx.rt.spawn(async move {
+    let finish_on = spec.ctx.rt.clone();
+    Finish(Some(Box::pin(async move {
         let mut out = backend.acquire(&key, &req).await;
         if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
             && *count > 1
@@ -145,11 +149,37 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)>
         // after the send but before reading, together with the receiver: either way
         // `Answer::drop` gives the grant back.
         let _ = tx.send(Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) });
-    });
+    })), finish_on)
+    .await;
     let mut answer = rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?;
     let out = answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))?;
     let under_way = answer.under_way.take().ok_or_else(|| Error::backend("internal error: no attempt count"))?;
     Ok((out, under_way))
+}
+
+/// A future polled by its owner until dropped; dropped unfinished, it finishes on the
+/// runtime.
+struct Finish(Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>, crate::rt::Rt);
+
+impl Future for Finish {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        let Some(fut) = self.0.as_mut() else { return std::task::Poll::Ready(()) };
+        let done = fut.as_mut().poll(cx);
+        if done.is_ready() {
+            self.0 = None;
+        }
+        done
+    }
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        if let Some(fut) = self.0.take() {
+            self.1.spawn(fut);
+        }
+    }
 }
 
 /// Counts an attempt as under way for its slot while it lives.

@@ -25,6 +25,7 @@
 //! renewals go out as one pipeline per batch.
 
 mod clock;
+pub(crate) mod driven;
 mod keys;
 mod pubsub;
 mod rsemaphore;
@@ -77,6 +78,8 @@ struct Conn {
 enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    /// The link the caller's event loop drives, for commands polled on its thread (`driven`).
+    Driven(driven::DrivenLink),
 }
 
 impl redis::aio::ConnectionLike for Conn {
@@ -85,6 +88,7 @@ impl redis::aio::ConnectionLike for Conn {
         match &mut self.link {
             Link::Single(c) => c.req_packed_command(cmd),
             Link::Cluster(c) => c.req_packed_command(cmd),
+            Link::Driven(l) => Box::pin(l.request(cmd)),
         }
     }
 
@@ -99,6 +103,7 @@ impl redis::aio::ConnectionLike for Conn {
         match &mut self.link {
             Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Driven(l) => Box::pin(l.request_many(pipeline, offset, count)),
         }
     }
 
@@ -106,6 +111,7 @@ impl redis::aio::ConnectionLike for Conn {
         match &self.link {
             Link::Single(c) => c.get_db(),
             Link::Cluster(c) => c.get_db(),
+            Link::Driven(l) => l.db(),
         }
     }
 }
@@ -135,6 +141,8 @@ pub(crate) struct Redis {
     clock: Clock,
     /// Requests sent on the command connection (every `Conn` of this store shares it).
     trips: Arc<AtomicU64>,
+    /// A plain `redis://` server: how to open a [`driven::DrivenLink`] to it.
+    direct: Option<driven::Direct>,
 }
 
 /// The cluster's nodes and what a subscriber connection to one of them needs.
@@ -391,6 +399,15 @@ impl Redis {
             settings = settings.set_password(password);
         }
         let store = format!("Redis {url}");
+        let direct = (!tls && !cluster && !on_sentinel && !lazy).then(|| driven::Direct {
+            host: host.clone(),
+            port,
+            user: url.user().filter(|u| !u.is_empty()).map(str::to_owned),
+            password: url.password().map(str::to_owned),
+            db,
+            connect_timeout,
+            timeout,
+        });
         let info = transport.info(host, port).map_err(|e| error(&store, e))?;
         let client_of = |info: redis::ConnectionInfo| transport.client(info, &store);
         let config = ConnectionManagerConfig::new()
@@ -508,7 +525,17 @@ impl Redis {
             rehome,
             clock,
             trips,
+            direct,
         })
+    }
+
+    /// A link for the caller's event loop to drive (`driven`): on a plain `redis://`
+    /// server only (None for TLS, a cluster or sentinels, which keep the usual path).
+    pub(crate) async fn driven_link(&self) -> Result<Option<driven::DrivenLink>> {
+        match &self.direct {
+            Some(d) if cfg!(unix) => driven::DrivenLink::open(d, self.trips.clone(), &self.store).await.map(Some),
+            _ => Ok(None),
+        }
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -529,6 +556,9 @@ impl Redis {
     }
 
     fn conn(&self) -> Result<Conn> {
+        if let Some(l) = driven::here(&self.trips) {
+            return Ok(Conn { link: Link::Driven(l), trips: self.trips.clone() });
+        }
         self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(Error::closed)
     }
 
@@ -944,7 +974,7 @@ fn is_noscript(e: &RedisError) -> bool {
 /// go to one node only).
 async fn load_scripts(conn: &mut Conn) -> redis::RedisResult<()> {
     match conn.link {
-        Link::Single(_) => {
+        Link::Single(_) | Link::Driven(_) => {
             let mut load = redis::pipe();
             for s in SCRIPTS.all() {
                 load.cmd("SCRIPT").arg("LOAD").arg(s.code).ignore();
@@ -1345,6 +1375,10 @@ impl Backend for Redis {
         }
         .map_err(|e| self.err(e))?;
         Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
+    }
+
+    async fn driven_link(&self) -> Result<Option<driven::DrivenLink>> {
+        Redis::driven_link(self).await
     }
 
     fn round_trips(&self) -> Option<u64> {

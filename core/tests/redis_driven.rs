@@ -41,7 +41,10 @@ async fn driven(conn: &mut redis::aio::MultiplexedConnection) -> Vec<(String, St
 /// The event loop's part: hands out answers whenever the socket is readable, until the
 /// link dies.
 async fn drive(link: DrivenLink) {
-    let fd = AsyncFd::with_interest(link.fd(), Interest::READABLE).expect("watch the link's socket");
+    // SAFETY: the descriptor stays open while the link lives (dead or not), and `link` is
+    // moved in here, so it outlives the registration.
+    let fd = unsafe { AsyncFd::register_with_interest(link.fd(), Interest::READABLE) }
+        .unwrap_or_else(|e| panic!("watch the link's socket: {e}"));
     loop {
         let Ok(mut ready) = fd.readable().await else { return };
         ready.clear_ready();

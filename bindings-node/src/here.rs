@@ -123,7 +123,11 @@ impl Link {
     /// The link of `client` (None where its store has none).
     pub(crate) async fn open(client: &baton::Client) -> Option<Arc<Link>> {
         let link = client.driven_link().await.ok().flatten()?;
-        Some(Arc::new(Link { client: client.clone(), current: Mutex::new(Some(link)), opening: AtomicBool::new(false) }))
+        Some(Arc::new(Link {
+            client: client.clone(),
+            current: Mutex::new(Some(link)),
+            opening: AtomicBool::new(false),
+        }))
     }
 
     /// The live link; None while a new one is opened.
@@ -491,4 +495,3 @@ unsafe extern "C" fn closed_at_teardown(handle: *mut c_void) {
         uv::free(handle);
     }
 }
-

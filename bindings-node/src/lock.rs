@@ -5,8 +5,8 @@ use napi_derive::napi;
 
 use crate::call::{self, CancelToken};
 use crate::guard::LockGuard;
-use crate::inspect::Inspection;
 use crate::here;
+use crate::inspect::Inspection;
 use crate::settle::Promise;
 
 macro_rules! lock_class {

@@ -132,24 +132,27 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)>
     let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
     let under_way = UnderWay::new(slot.clone());
     let finish_on = spec.ctx.rt.clone();
-    Finish(Some(Box::pin(async move {
-        let mut out = backend.acquire(&key, &req).await;
-        if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
-            && *count > 1
-            && under_way.0.strays_possible()
-        {
-            match backend.release(&key, &req.holder, *count - 1).await {
-                Ok(_) => *count = 1,
-                // Not handed out with strays a guard's release would leave behind: nothing
-                // renews them now, so they end with the lease.
-                Err(e) => out = Err(e),
+    Finish(
+        Some(Box::pin(async move {
+            let mut out = backend.acquire(&key, &req).await;
+            if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
+                && *count > 1
+                && under_way.0.strays_possible()
+            {
+                match backend.release(&key, &req.holder, *count - 1).await {
+                    Ok(_) => *count = 1,
+                    // Not handed out with strays a guard's release would leave behind: nothing
+                    // renews them now, so they end with the lease.
+                    Err(e) => out = Err(e),
+                }
             }
-        }
-        // If the caller is gone, the answer is dropped here or, when the caller went away
-        // after the send but before reading, together with the receiver: either way
-        // `Answer::drop` gives the grant back.
-        let _ = tx.send(Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) });
-    })), finish_on)
+            // If the caller is gone, the answer is dropped here or, when the caller went away
+            // after the send but before reading, together with the receiver: either way
+            // `Answer::drop` gives the grant back.
+            let _ = tx.send(Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) });
+        })),
+        finish_on,
+    )
     .await;
     let mut answer = rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?;
     let out = answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))?;

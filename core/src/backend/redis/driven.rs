@@ -76,7 +76,12 @@ struct Io {
 enum Waiting {
     One(oneshot::Sender<RedisResult<Value>>),
     /// A pipeline: `skip` answers dropped, then `left` kept.
-    Many { skip: usize, left: usize, got: Vec<Value>, tx: oneshot::Sender<RedisResult<Vec<Value>>> },
+    Many {
+        skip: usize,
+        left: usize,
+        got: Vec<Value>,
+        tx: oneshot::Sender<RedisResult<Vec<Value>>>,
+    },
 }
 
 /// An answer for the head of the queue, sent once the lock is let go (a send wakes a task).
@@ -270,7 +275,10 @@ impl DrivenLink {
             }
             Ok::<_, String>(())
         };
-        tokio::time::timeout(d.connect_timeout, login).await.map_err(|_| cannot("timed out".to_owned()))?.map_err(cannot)?;
+        tokio::time::timeout(d.connect_timeout, login)
+            .await
+            .map_err(|_| cannot("timed out".to_owned()))?
+            .map_err(cannot)?;
         let sock = sock.into_std().map_err(|e| cannot(e.to_string()))?;
         sock.set_nonblocking(true).map_err(|e| cannot(e.to_string()))?;
         #[cfg(unix)]
@@ -342,7 +350,9 @@ impl DrivenLink {
     }
 
     /// The socket is readable: reads what is there and hands out every whole answer (each
-    /// wakes the task waiting for it). False once the link is dead.
+    /// wakes the task waiting for it). False once the link is dead. It may stop reading
+    /// once the socket looks drained: watch the socket level-triggered (libuv does), or
+    /// clear an edge-triggered readiness before calling (as `AsyncFd` users do).
     pub fn on_readable(&self) -> bool {
         let mut done = Vec::new();
         let alive = {
@@ -354,7 +364,14 @@ impl DrivenLink {
                 }
                 match io.sock.read(&mut buf) {
                     Ok(0) => break Some("the server closed the connection".to_owned()),
-                    Ok(n) => io.inbuf.extend_from_slice(&buf[..n]),
+                    Ok(n) => {
+                        io.inbuf.extend_from_slice(&buf[..n]);
+                        // Short: the socket is drained (one `recv` a call, not two); the
+                        // loop watches it level-triggered, so later bytes call again.
+                        if n < buf.len() {
+                            break None;
+                        }
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break None,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => break Some(e.to_string()),

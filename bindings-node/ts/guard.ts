@@ -68,20 +68,31 @@ export abstract class Guard implements AsyncDisposable {
 
 /** A held lock (or read/write hold of a read-write lock). */
 export class LockGuard extends Guard {
-  /** The fencing token of this grant: pass it to the resource you protect. */
-  readonly token: bigint;
-  /** The name held. */
-  readonly name: string;
-  /** The owner id the grant is held under. */
-  readonly owner: string;
   readonly #native: N.LockGuard;
+  // Read from the native guard on first use: a guard that is only released (the common
+  // case) costs no native calls for them.
+  #token: bigint | undefined;
+  #name: string | undefined;
+  #owner: string | undefined;
 
   private constructor(native: N.LockGuard) {
     super(native);
     this.#native = native;
-    this.token = native.token;
-    this.name = native.name;
-    this.owner = native.owner;
+  }
+
+  /** The fencing token of this grant: pass it to the resource you protect. */
+  get token(): bigint {
+    return (this.#token ??= this.#native.token);
+  }
+
+  /** The name held. */
+  get name(): string {
+    return (this.#name ??= this.#native.name);
+  }
+
+  /** The owner id the grant is held under. */
+  get owner(): string {
+    return (this.#owner ??= this.#native.owner);
   }
 
   /** @internal */

@@ -8,6 +8,8 @@
 #![cfg(feature = "etcd")]
 
 mod behaviour;
+#[path = "support/port.rs"]
+mod port;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -21,13 +23,12 @@ use tokio::time::Instant;
 /// slow each other's elections past the clients' timeouts.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Three members on ports the OS picks now (free a moment ago). Never fixed ports: the
+/// Three members on free ports below the ephemeral range (`support/port.rs`). Never fixed ports: the
 /// machine may run this test in several checkouts at once, and a member that cannot bind
 /// its port would leave the test talking to another run's cluster, which that run then
 /// kills (seen as waiters failing with `Connection` for over a minute).
 fn free_members() -> Vec<(String, u16, u16)> {
-    let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    (1..=3).map(|i| (format!("m{i}"), port(), port())).collect()
+    (1..=3).map(|i| (format!("m{i}"), port::free_port(), port::free_port())).collect()
 }
 
 /// The members; killed (by pid) when dropped.

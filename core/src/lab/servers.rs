@@ -43,10 +43,7 @@ impl OwnRedis {
     }
 
     async fn spawn(replica_of: Option<u16>) -> Result<OwnRedis> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| Error::backend(format!("lab: no free loopback port: {e}")))?
-            .port();
+        let port = free_port()?;
         let dir = std::env::temp_dir().join(format!("baton-lab-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| Error::backend(format!("lab: {}: {e}", dir.display())))?;
         let mut r = OwnRedis { child: None, dir, port, replica_of };
@@ -154,3 +151,20 @@ fn die_with_parent(cmd: &mut Command) {
 
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut Command) {}
+
+/// A loopback port for the next server, from 10000–19999: below Linux's ephemeral range,
+/// where a port the OS called free can become some outgoing connection's before the server
+/// binds it (the tests' own servers pick theirs the same way, `core/tests/support/port.rs`).
+fn free_port() -> Result<u16> {
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    for _ in 0..1000 {
+        let port = rand::random_range(10_000..20_000);
+        if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
+            return Ok(port);
+        }
+    }
+    Err(Error::backend("lab: no free loopback port in 10000-19999 after 1000 tries"))
+}

@@ -6,7 +6,6 @@
 // Used by several test crates, each using part of it.
 #![allow(dead_code, unreachable_pub)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -29,23 +28,9 @@ pub fn tools_present(tools: &[&str]) -> bool {
     false
 }
 
-/// A free loopback port for a server to bind next, never the same twice in this process.
-/// Taken from 10000–19999, below Linux's ephemeral range (32768–60999): a port the OS
-/// hands out as free from that range can become the local port of some outgoing
-/// connection before redis binds it (seen in CI: a cluster bus port "already in use").
-pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
-    for _ in 0..1000 {
-        let port = rand::random_range(10_000..20_000);
-        if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            given.insert(port);
-            return port;
-        }
-    }
-    panic!("no free loopback port in 10000-19999 after 1000 tries");
-}
+#[path = "../support/port.rs"]
+mod port;
+pub use port::free_port;
 
 /// A CA and a server certificate for 127.0.0.1 / localhost signed by it (P-256 keys:
 /// fast to make), in `dir`. The certificate serves as a client's too (`clientAuth`): the

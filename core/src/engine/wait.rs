@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::{Grant, Slot};
@@ -127,12 +126,11 @@ fn millis(d: Duration) -> u64 {
 /// leaving strays that the watchdog would renew for as long as the handle lives.
 async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)> {
     let spec = &slot.spec;
-    let (tx, rx) = oneshot::channel();
     let backend: Arc<dyn Backend> = spec.ctx.backend.clone();
     let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
     let under_way = UnderWay::new(slot.clone());
     let finish_on = spec.ctx.rt.clone();
-    Finish(
+    let mut answer = Finish(
         Some(Box::pin(async move {
             let mut out = backend.acquire(&key, &req).await;
             if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
@@ -146,29 +144,28 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)>
                     Err(e) => out = Err(e),
                 }
             }
-            // If the caller is gone, the answer is dropped here or, when the caller went away
-            // after the send but before reading, together with the receiver: either way
-            // `Answer::drop` gives the grant back.
-            let _ = tx.send(Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) });
+            // If the caller is gone, the answer is dropped with the task `Finish` handed
+            // the rest to: `Answer::drop` gives the grant back.
+            Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) }
         })),
         finish_on,
     )
     .await;
-    let mut answer = rx.await.map_err(|_| Error::backend("internal error: the acquire task stopped"))?;
     let out = answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))?;
     let under_way = answer.under_way.take().ok_or_else(|| Error::backend("internal error: no attempt count"))?;
     Ok((out, under_way))
 }
 
 /// A future polled by its owner until dropped; dropped unfinished, it finishes on the
-/// runtime.
-struct Finish(Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>, crate::rt::Rt);
+/// runtime, where its output is dropped.
+struct Finish<T: Send + 'static>(Option<std::pin::Pin<Box<dyn Future<Output = T> + Send>>>, crate::rt::Rt);
 
-impl Future for Finish {
-    type Output = ();
+impl<T: Send + 'static> Future for Finish<T> {
+    type Output = T;
 
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        let Some(fut) = self.0.as_mut() else { return std::task::Poll::Ready(()) };
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+        // Finished: an `.await` never polls it again.
+        let Some(fut) = self.0.as_mut() else { return std::task::Poll::Pending };
         let done = fut.as_mut().poll(cx);
         if done.is_ready() {
             self.0 = None;
@@ -177,7 +174,7 @@ impl Future for Finish {
     }
 }
 
-impl Drop for Finish {
+impl<T: Send + 'static> Drop for Finish<T> {
     fn drop(&mut self) {
         if let Some(fut) = self.0.take() {
             self.1.spawn(fut);

@@ -28,7 +28,7 @@ use baton::DrivenLink;
 use napi::bindgen_prelude::ToNapiValue;
 use napi::{Env, sys};
 
-use crate::settle::{self, Bridge, Promise, Settle, check};
+use crate::settle::{self, Bridge, Promise, Settle, check, lock};
 use crate::uv;
 
 /// A hot call: polled to its settle step.
@@ -77,10 +77,6 @@ thread_local! {
     /// A `drive` runs before control goes back to the loop: a wake on this thread needs no
     /// poke (the socket callback reading answers, then driving; or `drive` itself).
     static SOON: Cell<bool> = const { Cell::new(false) };
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 struct TaskWaker {
@@ -439,7 +435,7 @@ fn unwatch(w: *mut Watch) {
 }
 
 /// Stops using `link` on this thread (its client is closing).
-pub(crate) fn forget(link: &DrivenLink) {
+fn forget(link: &DrivenLink) {
     let found = EXEC.with(|e| {
         e.borrow().as_ref().and_then(|x| {
             // SAFETY: watched pointers are valid.

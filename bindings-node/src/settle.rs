@@ -34,7 +34,7 @@ pub(crate) struct Bridge {
 /// A raw napi pointer that may cross threads: napi's threadsafe functions are meant to be
 /// called from any thread, and a deferred is only used back on the JavaScript thread.
 #[derive(Clone, Copy)]
-pub(crate) struct Raw<T>(pub(crate) T);
+pub(crate) struct Raw<T>(T);
 // SAFETY: see the type's comment.
 unsafe impl<T> Send for Raw<T> {}
 
@@ -45,7 +45,8 @@ impl<T: Copy> Raw<T> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// `m`'s guard, poisoned or not (a panicking holder left nothing half-done here).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

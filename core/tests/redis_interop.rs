@@ -162,7 +162,8 @@ async fn redisson_hold_blocks_baton_and_its_unlock_wakes_it() {
 /// A baton hold reads back in Redisson's layout: the hash field `uuid:n` = hold count,
 /// a PTTL, the fencing counter `redisson_lock_token:{N}` = the grant's token; a full
 /// release publishes `0` on `redisson_lock__channel:{N}` (what Redisson's waiters wait
-/// for); baton's own token record is in a key Redisson ignores.
+/// for). baton adds no key of its own: the holder's token is the counter, as Redisson's
+/// `RFencedLock.getToken` reads it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn baton_hold_reads_back_as_redisson() {
     let (c, prefix) = baton("").await;
@@ -196,6 +197,8 @@ async fn baton_hold_reads_back_as_redisson() {
     assert_eq!(fields, vec![owner.clone()], "the hash holds the holder only, as Redisson's");
     let token: u64 = redis::cmd("GET").arg(format!("redisson_lock_token:{{{n}}}")).query_async(&mut con).await.unwrap();
     assert_eq!(token, g.token().get());
+    let side: i64 = redis::cmd("EXISTS").arg(format!("{{{n}}}:baton")).query_async(&mut con).await.unwrap();
+    assert_eq!(side, 0, "a lock keeps no per-holder record");
     let again = lock.acquire().await.unwrap();
     let count: String = redis::cmd("HGET").arg(&n).arg(&owner).query_async(&mut con).await.unwrap();
     assert_eq!(count, "2", "re-entry is HINCRBY, as Redisson's");

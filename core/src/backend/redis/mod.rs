@@ -765,15 +765,17 @@ impl Redis {
         let now = uint(now).ok_or_else(bad)?;
         let pttl = int(pttl).ok_or_else(bad)?;
         let tokens = pairs(meta);
+        let fence = uint(counter).unwrap_or(0);
         let holds = pairs(hash)
             .into_iter()
             .filter_map(|(field, count)| {
                 let holder = String::from_utf8_lossy(field).into_owned();
+                // Recorded only where a Redlock node's counter passed it; else the counter.
                 let token = tokens
                     .iter()
                     .find(|(f, _)| f.strip_prefix(b"t:") == Some(field))
                     .and_then(|(_, t)| bytes_u64(t))
-                    .unwrap_or(0);
+                    .unwrap_or(fence);
                 Some(Hold {
                     holder,
                     mode: HoldMode::Exclusive,
@@ -783,7 +785,7 @@ impl Redis {
                 })
             })
             .collect();
-        Ok((KeyState { fence: uint(counter).unwrap_or(0), holds, queue: waiters(now, queue, zset), count: 0 }, now))
+        Ok((KeyState { fence, holds, queue: waiters(now, queue, zset), count: 0 }, now))
     }
 
     async fn inspect_rw(&self, key: &Key) -> Result<(KeyState, u64)> {
@@ -871,6 +873,10 @@ impl Redis {
 
     fn attempt(&self, what: &str, v: &Value) -> Result<Attempt> {
         let bad = || self.reply_err(what, v);
+        if let Value::Int(token) = v {
+            // The lock's uncontended grant: the token alone.
+            return Ok(Attempt::Granted { token: u64::try_from(*token).map_err(|_| bad())?, count: 1, fresh: true });
+        }
         let r = items(v).ok_or_else(bad)?;
         match r.first().and_then(int) {
             Some(1) => {
@@ -899,6 +905,9 @@ impl Redis {
 
     fn released(&self, v: &Value, count: u32) -> Result<Released> {
         let bad = || self.reply_err("release", v);
+        if *v == Value::Int(1) {
+            return Ok(Released::Freed);
+        }
         let r = items(v).ok_or_else(bad)?;
         match r.first().and_then(int) {
             Some(0) => Ok(Released::NotHeld),
@@ -1088,6 +1097,8 @@ impl Redis {
             (Family::Lock, Mode::Exclusive | Mode::Fair) => {
                 let k = LockKeys::new(n);
                 let fair = if matches!(req.mode, Mode::Fair) { "1" } else { "0" };
+                // What only the contended paths read, as one argument (the script's `ARGV[3]`).
+                let rest = format!("{fair}{enqueue}:{qttl}:{}:{}", self.clock.arg(), k.channel);
                 self.eval(
                     &SCRIPTS.lock_acquire,
                     &[
@@ -1097,15 +1108,7 @@ impl Redis {
                         k.counter.as_bytes(),
                         k.meta.as_bytes(),
                     ],
-                    &[
-                        req.holder.as_bytes(),
-                        lease.as_bytes(),
-                        fair.as_bytes(),
-                        enqueue.as_bytes(),
-                        qttl.as_bytes(),
-                        k.channel.as_bytes(),
-                        self.clock.arg().as_bytes(),
-                    ],
+                    &[req.holder.as_bytes(), lease.as_bytes(), rest.as_bytes()],
                 )
                 .await?
             }
@@ -1169,12 +1172,17 @@ impl Redis {
         let holder = if key.family == Family::Semaphore { keys::canonical_holder(holder) } else { holder.to_owned() };
         let field = format!("t:{holder}");
         let (counter, meta) = (keys::token_counter(&n), keys::meta(&n));
-        self.eval(
-            &SCRIPTS.fence_raise,
-            &[counter.as_bytes(), meta.as_bytes()],
-            &[token.to_string().as_bytes(), field.as_bytes()],
-        )
-        .await?;
+        let token = token.to_string();
+        let (keys, args): (&[&[u8]], &[&[u8]]) = if key.family == Family::Lock && !self.simple {
+            // A `Lock` (hash `n`) records its holder's token only when it differs from the counter.
+            (
+                &[counter.as_bytes(), meta.as_bytes(), n.as_bytes()],
+                &[token.as_bytes(), field.as_bytes(), holder.as_bytes()],
+            )
+        } else {
+            (&[counter.as_bytes(), meta.as_bytes()], &[token.as_bytes(), field.as_bytes()])
+        };
+        self.eval(&SCRIPTS.fence_raise, keys, args).await?;
         Ok(())
     }
 

@@ -6,11 +6,12 @@
 //! scripts take `now` from the caller, as Redisson's do.
 //!
 //! Reply conventions shared by the scripts:
-//! - acquire: `{1, token, count, fresh}` granted, `{0, retry_ms, counter}` busy (`-1`:
+//! - acquire: `{1, token, count, fresh}` granted (or the bare integer `token`: a fresh
+//!   grant, count 1 — the lock's uncontended path), `{0, retry_ms, counter}` busy (`-1`:
 //!   unknown; `counter`: the name's token counter, which `redlock://` reads from every node),
 //!   `{4}` refused upgrade, `{5}` the name holds another kind of object;
-//! - release: `{0}` not held, `{1}` freed, `{2, left}` still held, `{3, held}` more
-//!   than held asked back;
+//! - release: `{0}` not held, `{1}` (or the bare integer `1`) freed, `{2, left}` still
+//!   held, `{3, held}` more than held asked back;
 //! - renew: `1` renewed, `0` not held.
 
 use std::sync::LazyLock;
@@ -175,16 +176,34 @@ end
     };
 }
 
+/// A lock's fencing token is its counter: a fresh grant `INCR`s it and nothing else moves it
+/// while the lock is held (Redisson's `RFencedLock.getToken` reads it the same way), so a
+/// re-entry or `inspect` reads the holder's token back from it. The one exception is a
+/// Redlock node that granted late, whose counter may stand above the round's token:
+/// `FENCE_RAISE` then records the token as `t:<holder>` in `meta`, which wins. The
+/// uncontended grant (no hash, no queue, no record) runs first, in four calls, before the
+/// prelude's functions are even defined; what only the other paths read is packed into one
+/// argument (every argument and reply element costs the server time on every call).
+///
 /// KEYS: hash, queue, timeouts, counter, meta.
-/// ARGV: holder, lease ms, fair ('1'/'0'), enqueue ('1'/'0'), queue ttl ms, channel, clock.
+/// ARGV: holder, lease ms, `<fair 0/1><enqueue 0/1>:<queue ttl ms>:<clock>:<channel>`.
 const LOCK_ACQUIRE: &str = concat!(
-    prelude!(),
     r#"
 local holder, lease = ARGV[1], tonumber(ARGV[2])
-local fair = ARGV[3] == '1'
+if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[5]) == 0 then
+  local t = redis.call('INCR', KEYS[4])
+  redis.call('HSET', KEYS[1], holder, 1)
+  redis.call('PEXPIRE', KEYS[1], lease)
+  return t
+end
+"#,
+    prelude!(),
+    r#"
+local f, e, qttl, clock, channel = string.match(ARGV[3], '^(%d)(%d):(%d+):([^:]*):(.*)$')
+local fair = f == '1'
 local hasq = redis.call('EXISTS', KEYS[2]) == 1
 local now = 0
-if hasq or fair then now = now_ms(ARGV[7]) end
+if hasq or fair then now = now_ms(clock) end
 local head_before = false
 if hasq then
   head_before = redis.call('LINDEX', KEYS[2], 0)
@@ -194,7 +213,7 @@ local c = redis.call('HGET', KEYS[1], holder)
 if c then
   c = redis.call('HINCRBY', KEYS[1], holder, 1)
   if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
-  stretch(KEYS[5], lease, true)
+  stretch(KEYS[5], lease, false)
   local t = redis.call('HGET', KEYS[5], 't:' .. holder) or redis.call('GET', KEYS[4]) or 0
   return {1, tonumber(t), c, 0}
 end
@@ -206,16 +225,14 @@ if redis.call('EXISTS', KEYS[1]) == 0 and (not fair or not head or head == holde
   redis.call('HSET', KEYS[1], holder, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   redis.call('DEL', KEYS[5])
-  redis.call('HSET', KEYS[5], 't:' .. holder, t)
-  redis.call('PEXPIRE', KEYS[5], lease)
   return {1, t, 1, 1}
 end
-if fair and ARGV[4] == '1' then enqueue(KEYS[2], KEYS[3], holder, now, tonumber(ARGV[5])) end
+if fair and e == '1' then enqueue(KEYS[2], KEYS[3], holder, now, tonumber(qttl)) end
 if hasq then
   -- A dead head went while the lock is free: the new head may proceed.
   local h = redis.call('LINDEX', KEYS[2], 0)
   if h and h ~= head_before and h ~= holder and redis.call('EXISTS', KEYS[1]) == 0 then
-    redis.call('PUBLISH', ARGV[6] .. ':' .. h, 0)
+    redis.call('PUBLISH', channel .. ':' .. h, 0)
   end
 end
 local p = redis.call('PTTL', KEYS[1])
@@ -225,8 +242,8 @@ return {0, p, tonumber(redis.call('GET', KEYS[4])) or 0}
 );
 
 /// KEYS: hash, queue, timeouts, meta. ARGV: holder, count (0: all), channel, clock.
+/// The common release (no queue, no record) returns before the prelude is defined.
 const LOCK_RELEASE: &str = concat!(
-    prelude!(),
     r#"
 local holder = ARGV[1]
 local c = redis.call('HGET', KEYS[1], holder)
@@ -240,6 +257,13 @@ if k < c then
   return {2, c - k}
 end
 redis.call('HDEL', KEYS[1], holder)
+if redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
+  redis.call('PUBLISH', ARGV[3], 0)
+  return 1
+end
+"#,
+    prelude!(),
+    r#"
 redis.call('HDEL', KEYS[4], 't:' .. holder)
 if redis.call('EXISTS', KEYS[2]) == 1 then
   purge_queue(KEYS[2], KEYS[3], now_ms(ARGV[4]))
@@ -247,7 +271,7 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   if h then redis.call('PUBLISH', ARGV[3] .. ':' .. h, 0) end
 end
 redis.call('PUBLISH', ARGV[3], 0)
-return {1}
+return 1
 "#
 );
 
@@ -257,7 +281,7 @@ const LOCK_RENEW: &str = concat!(
     r#"
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-stretch(KEYS[2], tonumber(ARGV[2]), true)
+stretch(KEYS[2], tonumber(ARGV[2]), false)
 return 1
 "#
 );
@@ -547,13 +571,23 @@ return v
 
 /// `redlock://`'s write-back of a grant's token to one node: the name's token counter is
 /// a max-register (raised to `token`, never lowered), and the holder's recorded token
-/// becomes the quorum's.
+/// becomes the quorum's. A `Lock` keeps no record (its holder's token is the counter)
+/// until its node's counter stands above the token (a late grant): then the record is
+/// written, with the hold's ttl.
 ///
-/// KEYS: counter, meta. ARGV: token, the holder's meta field (`t:<holder>`).
+/// KEYS: counter, meta, and for a `Lock` its hash. ARGV: token, the holder's meta field
+/// (`t:<holder>`), and for a `Lock` the holder.
 const FENCE_RAISE: &str = r#"
 local t = tonumber(ARGV[1])
-if (tonumber(redis.call('GET', KEYS[1])) or 0) < t then redis.call('SET', KEYS[1], t) end
-if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then redis.call('HSET', KEYS[2], ARGV[2], t) end
+local c = tonumber(redis.call('GET', KEYS[1])) or 0
+if c < t then redis.call('SET', KEYS[1], t) end
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[2], t)
+elseif c > t and KEYS[3] and redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[2], t)
+  local p = redis.call('PTTL', KEYS[3])
+  if p > 0 then redis.call('PEXPIRE', KEYS[2], p) end
+end
 return 1
 "#;
 

@@ -69,6 +69,8 @@ struct Io {
     out: Vec<u8>,
     /// Bytes read, not yet a whole answer.
     inbuf: Vec<u8>,
+    /// What each `read` fills (zeroed once, not on every read).
+    rbuf: Box<[u8]>,
     /// Who gets the next answers, in order.
     waiting: VecDeque<Waiting>,
 }
@@ -164,7 +166,7 @@ impl Io {
     fn answers(&mut self, done: &mut Vec<Done>) -> std::result::Result<(), String> {
         let mut at = 0;
         while let Some(len) = frame_len(&self.inbuf[at..])? {
-            let v = redis::parse_redis_value(&self.inbuf[at..at + len]).map_err(|e| e.to_string())?;
+            let v = parse(&self.inbuf[at..at + len])?;
             at += len;
             match self.waiting.front_mut() {
                 None => return Err("an answer nobody asked for".to_owned()),
@@ -189,6 +191,17 @@ impl Io {
         self.inbuf.drain(..at);
         Ok(())
     }
+}
+
+/// The value of one whole answer; an integer (the lock scripts' usual answer) without the
+/// general parser.
+fn parse(frame: &[u8]) -> std::result::Result<Value, String> {
+    if let [b':', digits @ .., b'\r', b'\n'] = frame
+        && let Some(n) = std::str::from_utf8(digits).ok().and_then(|s| s.parse().ok())
+    {
+        return Ok(Value::Int(n));
+    }
+    redis::parse_redis_value(frame).map_err(|e| e.to_string())
 }
 
 /// The length of the RESP answer at the start of `b`: `None` while it is incomplete.
@@ -290,7 +303,14 @@ impl DrivenLink {
             timeout: d.timeout,
             db: d.db,
             fd,
-            io: Mutex::new(Io { sock, alive: true, out: Vec::new(), inbuf: Vec::new(), waiting: VecDeque::new() }),
+            io: Mutex::new(Io {
+                sock,
+                alive: true,
+                out: Vec::new(),
+                inbuf: Vec::new(),
+                rbuf: vec![0; 16 * 1024].into_boxed_slice(),
+                waiting: VecDeque::new(),
+            }),
         })))
     }
 
@@ -356,19 +376,19 @@ impl DrivenLink {
     pub fn on_readable(&self) -> bool {
         let mut done = Vec::new();
         let alive = {
-            let mut io = lock(&self.0.io);
-            let mut buf = [0u8; 16 * 1024];
+            let mut guard = lock(&self.0.io);
+            let io = &mut *guard;
             let failed = loop {
                 if !io.alive {
                     break None;
                 }
-                match io.sock.read(&mut buf) {
+                match io.sock.read(&mut io.rbuf) {
                     Ok(0) => break Some("the server closed the connection".to_owned()),
                     Ok(n) => {
-                        io.inbuf.extend_from_slice(&buf[..n]);
+                        io.inbuf.extend_from_slice(&io.rbuf[..n]);
                         // Short: the socket is drained (one `recv` a call, not two); the
                         // loop watches it level-triggered, so later bytes call again.
-                        if n < buf.len() {
+                        if n < io.rbuf.len() {
                             break None;
                         }
                     }
@@ -443,7 +463,9 @@ impl DrivenLink {
 
 #[cfg(test)]
 mod tests {
-    use super::frame_len;
+    use redis::Value;
+
+    use super::{frame_len, parse};
 
     #[test]
     fn frames_are_measured_whole_or_not_at_all() {
@@ -457,5 +479,17 @@ mod tests {
         assert_eq!(frame_len(b"*-1\r\n"), Ok(Some(5)));
         assert!(frame_len(b"?x\r\n").is_err());
         assert!(frame_len(b"$x\r\n").is_err());
+    }
+
+    #[test]
+    fn integers_parse_directly_and_the_rest_as_before() {
+        assert_eq!(parse(b":42\r\n"), Ok(Value::Int(42)));
+        assert_eq!(parse(b":-7\r\n"), Ok(Value::Int(-7)));
+        assert_eq!(
+            parse(b"*2\r\n:1\r\n$1\r\nx\r\n"),
+            Ok(Value::Array(vec![Value::Int(1), Value::BulkString(b"x".to_vec())]))
+        );
+        assert_eq!(parse(b"$-1\r\n"), Ok(Value::Nil));
+        assert!(parse(b":x\r\n").is_err());
     }
 }

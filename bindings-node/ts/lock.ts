@@ -51,13 +51,19 @@ export class Lock {
    * Waits until the lock is granted: at most `timeoutMs` (then `Timeout`), until `signal`
    * aborts (then `signal.reason`, and nothing is held).
    */
-  async acquire(options?: AcquireOptions): Promise<LockGuard> {
-    const g = await abortable(
-      opts(options, 'options').signal,
+  acquire(options?: AcquireOptions): Promise<LockGuard> {
+    // `then`, not `async`/`await`: one promise and one microtask less on the hottest call.
+    let signal: AbortSignal | undefined;
+    try {
+      signal = opts(options, 'options').signal;
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return abortable(
+      signal,
       (cancel) => this.#native.acquire(num(options?.timeoutMs, 'timeoutMs'), cancel),
       (g) => g.dispose(),
-    );
-    return LockGuard._wrap(g);
+    ).then(LockGuard._wrap);
   }
 
   /** One attempt, no waiting: null when someone else holds the lock. */

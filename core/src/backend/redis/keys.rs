@@ -4,20 +4,22 @@
 
 use crate::backend::{Family, Key};
 
+// The names are built on every call: `concat` (one exact allocation), not `format!`.
+
 /// `prefixName(p, n)`: `p:{n}`, or `p:n` when `n` already has a `{`.
 pub(super) fn prefix_name(prefix: &str, name: &str) -> String {
-    if name.contains('{') { format!("{prefix}:{name}") } else { format!("{prefix}:{{{name}}}") }
+    if name.contains('{') { [prefix, ":", name].concat() } else { [prefix, ":{", name, "}"].concat() }
 }
 
 /// `suffixName(n, s)`: `{n}:s`, or `n:s` when `n` already has a `{`.
 pub(super) fn suffix_name(name: &str, suffix: &str) -> String {
-    format!("{}:{suffix}", suffix_base(name))
+    if name.contains('{') { [name, ":", suffix].concat() } else { ["{", name, "}:", suffix].concat() }
 }
 
 /// What `suffixName` puts before `:suffix` (`{n}`, or `n` when it has a `{`): the
 /// read-write lock's per-hold timeout keys are `base:<field>:rwlock_timeout:<k>`.
 pub(super) fn suffix_base(name: &str) -> String {
-    if name.contains('{') { name.to_owned() } else { format!("{{{name}}}") }
+    if name.contains('{') { name.to_owned() } else { ["{", name, "}"].concat() }
 }
 
 /// Redisson's fencing counter (`RFencedLock`); baton's token counter for every

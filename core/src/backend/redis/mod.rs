@@ -1098,7 +1098,7 @@ impl Redis {
                 let k = LockKeys::new(n);
                 let fair = if matches!(req.mode, Mode::Fair) { "1" } else { "0" };
                 // What only the contended paths read, as one argument (the script's `ARGV[3]`).
-                let rest = format!("{fair}{enqueue}:{qttl}:{}:{}", self.clock.arg(), k.channel);
+                let rest = [fair, enqueue, ":", &qttl, ":", &self.clock.arg(), ":", &k.channel].concat();
                 self.eval(
                     &SCRIPTS.lock_acquire,
                     &[

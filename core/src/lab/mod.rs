@@ -41,6 +41,7 @@ mod fence;
 mod getset_timestamp;
 mod hooks;
 mod matrix;
+mod port;
 mod raw;
 mod servers;
 mod set_nx_px;

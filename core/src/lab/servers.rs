@@ -2,7 +2,6 @@
 //! server may see (a restart without persistence, a node lost, a replica promoted). Each
 //! is killed (this child only, by its own handle) when dropped.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -152,19 +151,7 @@ fn die_with_parent(cmd: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut Command) {}
 
-/// A loopback port for the next server, from 10000–19999: below Linux's ephemeral range,
-/// where a port the OS called free can become some outgoing connection's before the server
-/// binds it (the tests' own servers pick theirs the same way, `core/tests/support/port.rs`).
 fn free_port() -> Result<u16> {
-    use std::sync::Mutex;
-    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
-    for _ in 0..1000 {
-        let port = rand::random_range(10_000..20_000);
-        if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            given.push(port);
-            return Ok(port);
-        }
-    }
-    Err(Error::backend("lab: no free loopback port in 10000-19999 after 1000 tries"))
+    super::port::free_loopback_port()
+        .ok_or_else(|| Error::backend("lab: no free loopback port in 10000-19999 after 1000 tries"))
 }

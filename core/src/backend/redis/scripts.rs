@@ -7,9 +7,9 @@
 //!
 //! Reply conventions shared by the scripts:
 //! - acquire: `{1, token, count, fresh}` granted (or the bare integer `token`: a fresh
-//!   grant, count 1 — the lock's uncontended path), `{0, retry_ms, counter}` busy (`-1`:
-//!   unknown; `counter`: the name's token counter, which `redlock://` reads from every node),
-//!   `{4}` refused upgrade, `{5}` the name holds another kind of object;
+//!   grant, count 1 — both lock layouts answer so uncontended), `{0, retry_ms, counter}`
+//!   busy (`-1`: unknown; `counter`: the name's token counter, which `redlock://` reads
+//!   from every node), `{4}` refused upgrade, `{5}` the name holds another kind of object;
 //! - release: `{0}` not held, `{1}` (or the bare integer `1`) freed, `{2, left}` still
 //!   held, `{3, held}` more than held asked back;
 //! - renew: `1` renewed, `0` not held.
@@ -617,12 +617,13 @@ if v then
   if p < 0 then p = -1 end
   return {0, p, tonumber(redis.call('GET', KEYS[2])) or 0}
 end
+-- This holder's two fields are overwritten (a record left by an expired hold of the same
+-- holder must not count); other holders' stale fields are never read and go with the hash.
 local t = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], holder, 'PX', lease)
-redis.call('DEL', KEYS[3])
 redis.call('HSET', KEYS[3], 't:' .. holder, t, 'c:' .. holder, 1)
 redis.call('PEXPIRE', KEYS[3], lease)
-return {1, t, 1, 1}
+return t
 "#;
 
 /// KEYS: key, meta. ARGV: holder, count (0: all), channel. redis-py's compare-and-delete,
@@ -638,10 +639,9 @@ if k < c then
   redis.call('HSET', KEYS[2], 'c:' .. holder, c - k)
   return {2, c - k}
 end
-redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('PUBLISH', ARGV[3], 0)
-return {1}
+return 1
 "#;
 
 /// KEYS: key, meta. ARGV: holder, lease ms. Compare-and-extend (redis-py's `reacquire`).

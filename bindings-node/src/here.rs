@@ -61,6 +61,9 @@ struct Watch {
 /// This thread's executor.
 struct Exec {
     tasks: Vec<Slot>,
+    /// The waker of each slot (it names the slot, not the task: made once per slot, not
+    /// once per poll).
+    wakers: Vec<Waker>,
     free: Vec<usize>,
     woken: Arc<Woken>,
     /// The async resource the socket callbacks run under (a callback scope runs the
@@ -194,8 +197,10 @@ where
                 id
             }
             None => {
+                let id = x.tasks.len();
                 x.tasks.push(Slot::Task(task));
-                x.tasks.len() - 1
+                x.wakers.push(Waker::from(Arc::new(TaskWaker { id, woken: x.woken.clone() })));
+                id
             }
         };
         lock(&x.woken.ids).push(id);
@@ -229,14 +234,13 @@ fn poll_one(env: sys::napi_env, id: usize) {
         let x = e.as_mut()?;
         match x.tasks.get_mut(id) {
             Some(slot @ Slot::Task(_)) => match std::mem::replace(slot, Slot::Polling) {
-                Slot::Task(t) => Some((t, x.woken.clone())),
+                Slot::Task(t) => Some((t, x.wakers[id].clone(), x.woken.clone())),
                 _ => None,
             },
             _ => None, // finished already (a late wake)
         }
     });
-    let Some((mut task, woken)) = taken else { return };
-    let waker = Waker::from(Arc::new(TaskWaker { id, woken: woken.clone() }));
+    let Some((mut task, waker, woken)) = taken else { return };
     let mut cx = Context::from_waker(&waker);
     let polled = napi::bindgen_prelude::within_runtime_if_available(|| task.as_mut().poll(&mut cx));
     let finished = match polled {
@@ -351,6 +355,7 @@ fn new_exec(env: sys::napi_env) -> napi::Result<Exec> {
     }
     Ok(Exec {
         tasks: Vec::new(),
+        wakers: Vec::new(),
         free: Vec::new(),
         woken: Arc::new(Woken { ids: Mutex::default(), bridge }),
         resource: reference,

@@ -37,9 +37,9 @@ async fn raw() -> redis::cluster_async::ClusterConnection {
 }
 
 /// A fair lock's hash, queue, timeouts and token counter (and baton's side hash, when it
-/// has one: `keys::tests::cluster_slots`) all live in
-/// the slot of the name (Redisson's `{name}` naming), on whichever master owns it; the
-/// names of different locks spread over the masters.
+/// has one: `keys::tests::cluster_slots`) all live in the slot of the name (Redisson's
+/// `{name}` naming), on whichever master owns it; the names of different locks spread
+/// over the masters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_of_one_primitive_share_a_slot() {
     let c = Client::connect(&server()).await.unwrap();

@@ -4,22 +4,29 @@
 
 use crate::backend::{Family, Key};
 
-// The names are built on every call: `concat` (one exact allocation), not `format!`.
+/// Redisson's hash tag around `name` (`{`, `}`), or nothing when `name` already has a `{`:
+/// the one rule of `prefixName` and `suffixName`. The parts are joined with `concat` (one
+/// exact allocation; the names are built on every call).
+fn tag(name: &str) -> [&str; 3] {
+    if name.contains('{') { ["", name, ""] } else { ["{", name, "}"] }
+}
 
 /// `prefixName(p, n)`: `p:{n}`, or `p:n` when `n` already has a `{`.
 pub(super) fn prefix_name(prefix: &str, name: &str) -> String {
-    if name.contains('{') { [prefix, ":", name].concat() } else { [prefix, ":{", name, "}"].concat() }
+    let [open, name, close] = tag(name);
+    [prefix, ":", open, name, close].concat()
 }
 
 /// `suffixName(n, s)`: `{n}:s`, or `n:s` when `n` already has a `{`.
 pub(super) fn suffix_name(name: &str, suffix: &str) -> String {
-    if name.contains('{') { [name, ":", suffix].concat() } else { ["{", name, "}:", suffix].concat() }
+    let [open, name, close] = tag(name);
+    [open, name, close, ":", suffix].concat()
 }
 
 /// What `suffixName` puts before `:suffix` (`{n}`, or `n` when it has a `{`): the
 /// read-write lock's per-hold timeout keys are `base:<field>:rwlock_timeout:<k>`.
 pub(super) fn suffix_base(name: &str) -> String {
-    if name.contains('{') { name.to_owned() } else { ["{", name, "}"].concat() }
+    tag(name).concat()
 }
 
 /// Redisson's fencing counter (`RFencedLock`); baton's token counter for every

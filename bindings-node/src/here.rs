@@ -1,7 +1,7 @@
 //! Hot calls polled on the JavaScript thread, their Redis round trip on Node's own loop.
 //!
 //! On a plain `redis://` server a client opens a second command connection that the core
-//! hands over as a [`baton::DrivenLink`]: its socket is watched here with a libuv poll
+//! hands over as a [`baton::ffi::DrivenLink`]: its socket is watched here with a libuv poll
 //! handle, and the link is installed on this thread, so that the core's commands polled
 //! here go over it. A hot call (acquire, tryAcquire, release) is then a task polled in
 //! place: its request is written from this thread, Redis's answer wakes this thread's
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use baton::DrivenLink;
+use baton::ffi::DrivenLink;
 use napi::bindgen_prelude::ToNapiValue;
 use napi::{Env, sys};
 
@@ -121,7 +121,7 @@ pub(crate) struct Link {
 impl Link {
     /// The link of `client` (None where its store has none).
     pub(crate) async fn open(client: &baton::Client) -> Option<Arc<Link>> {
-        let link = client.driven_link().await.ok().flatten()?;
+        let link = baton::ffi::driven_link(&client).await.ok().flatten()?;
         Some(Arc::new(Link {
             client: client.clone(),
             current: Mutex::new(Some(link)),
@@ -149,7 +149,7 @@ impl Link {
         napi::bindgen_prelude::spawn(async move {
             // Not at once, nor more often: a restarting server refuses for a while.
             tokio::time::sleep(REOPEN_AFTER).await;
-            if let Ok(Some(l)) = me.client.driven_link().await {
+            if let Ok(Some(l)) = baton::ffi::driven_link(&me.client).await {
                 if me.client.is_closed() {
                     l.close();
                 } else {

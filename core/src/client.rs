@@ -2,15 +2,16 @@
 
 use std::sync::Arc;
 
-use crate::backend::{self, Backend};
+use crate::CountDownLatch;
 use crate::engine::Ctx;
 use crate::error::Result;
 use crate::inspect::Inspection;
+use crate::key::Family;
 use crate::lock::{FairLock, Lock, multi::MultiLock, rw::RwLock};
 use crate::options::{DEFAULT_LEASE, DEFAULT_RENEW, Lease, LockOptions};
 use crate::semaphore::{PermitSemaphore, Semaphore};
+use crate::store::{self, Store};
 use crate::url::StoreUrl;
-use crate::{CountDownLatch, backend::Family};
 
 /// A connection to one store, chosen by URL scheme. Cheap to clone; clones share the
 /// connection, the client id and the background tasks.
@@ -50,11 +51,11 @@ impl Client {
         if !prefix.is_empty() {
             crate::name::validate(&prefix)?;
         }
-        let backend = backend::open(&url).await?;
+        let backend = store::open::open(&url).await?;
         Ok(Client::from_backend(backend, url, defaults, prefix))
     }
 
-    pub(crate) fn from_backend(backend: Arc<dyn Backend>, url: StoreUrl, defaults: Lease, prefix: String) -> Client {
+    pub(crate) fn from_backend(backend: Arc<dyn Store>, url: StoreUrl, defaults: Lease, prefix: String) -> Client {
         Client { ctx: Arc::new(Ctx::new(backend, url, defaults, prefix)) }
     }
 
@@ -132,24 +133,6 @@ impl Client {
         self.ctx.inspect(&key).await
     }
 
-    /// For `baton bench`: one round of the store's own operations that a lock's speed is
-    /// measured against, each timed (etcd: one txn, then one delete; Redlock: PING on the
-    /// first node, then PING on every node until a quorum answered), on key `name`.
-    #[doc(hidden)]
-    pub async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, std::time::Duration)>> {
-        self.ctx.check_open()?;
-        let key = self.ctx.key(Family::Lock, name)?;
-        self.ctx.backend.yardsticks(&key.name).await
-    }
-
-    /// For tests: counters of the store's own machinery, by name (etcd:
-    /// `lock_waits_woken`, lock waits ended by their predecessor's deletion, and
-    /// `lock_wake_watch_events`, those of them seen as a watch event). Not a stable API.
-    #[doc(hidden)]
-    pub fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.ctx.backend.counters()
-    }
-
     /// This client's id (the first part of every owner id it makes).
     pub fn id(&self) -> &str {
         self.ctx.id.uuid()
@@ -167,33 +150,59 @@ impl Client {
         self.ctx.close().await;
     }
 
-    /// A second connection to a plain `redis://` server whose socket the caller's event
-    /// loop watches ([`DrivenLink`](crate::DrivenLink)): the Node binding drives its hot calls
-    /// over it from the JavaScript thread. `None` on every other store (and on TLS, cluster
-    /// and sentinel URLs).
-    #[cfg(feature = "redis")]
-    pub async fn driven_link(&self) -> Result<Option<crate::DrivenLink>> {
-        self.ctx.backend.driven_link().await
-    }
-
     /// Whether [`Client::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.ctx.is_closed()
+    }
+}
+
+/// Benchmark and test hooks (feature `bench`): not part of the stable API.
+#[cfg(feature = "bench")]
+impl Client {
+    /// For `baton bench`: one round of the store's own operations that a lock's speed is
+    /// measured against, each timed (etcd: one txn, then one delete; Redlock: PING on the
+    /// first node, then PING on every node until a quorum answered), on key `name`.
+    ///
+    /// # Errors
+    /// `Closed`; `InvalidArgument` for a bad name; store errors.
+    pub async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, std::time::Duration)>> {
+        self.ctx.check_open()?;
+        let key = self.ctx.key(Family::Lock, name)?;
+        match self.ctx.backend.diagnostics() {
+            Some(d) => d.yardsticks(&key.name).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Counters of the store's own machinery, by name (etcd: `lock_waits_woken`, lock
+    /// waits ended by their predecessor's deletion, and `lock_wake_watch_events`, those
+    /// of them seen as a watch event).
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.ctx.backend.diagnostics().map(|d| d.counters()).unwrap_or_default()
     }
 
     /// Requests this client has sent to its store so far, a pipeline counting one (what
     /// the watchdog's batching saves shows here), where the store counts them: Redis
     /// (its command connection; the subscriber connection's SUBSCRIBE / UNSUBSCRIBE are
-    /// not counted). `None` for the other stores. For benchmarks and diagnostics.
+    /// not counted). `None` for the other stores.
     pub fn store_round_trips(&self) -> Option<u64> {
-        self.ctx.backend.round_trips()
+        self.ctx.backend.diagnostics().and_then(|d| d.round_trips())
     }
 
-    /// For `baton bench`: returns once the store steps that earlier calls left running
-    /// in the background have ended (Redlock's nodes that answered after the quorum;
-    /// nothing elsewhere), so that a benchmark does not time them into the next call.
-    #[doc(hidden)]
+    /// Returns once the store steps that earlier calls left running in the background
+    /// have ended (Redlock's nodes that answered after the quorum; nothing elsewhere), so
+    /// that a benchmark does not time them into the next call.
     pub async fn settled(&self) {
-        self.ctx.backend.settled().await;
+        if let Some(d) = self.ctx.backend.diagnostics() {
+            d.settled().await;
+        }
+    }
+}
+
+impl Client {
+    /// The store behind this client, for `baton::ffi`.
+    #[cfg(feature = "driven-link")]
+    pub(crate) fn store(&self) -> &dyn Store {
+        &*self.ctx.backend
     }
 }

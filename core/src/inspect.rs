@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::FencingToken;
-use crate::backend::Key;
+use crate::key::Key;
 use crate::state::KeyState;
 
 /// A snapshot of one name on a store: who holds it, who waits, the last token.

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::{Family, Key};
 use crate::engine::Ctx;
 use crate::error::{Error, Result};
+use crate::key::{Family, Key};
 
 /// Opens once its count reaches zero; `wait` is woken by the store.
 ///

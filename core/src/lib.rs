@@ -33,12 +33,13 @@
 //! ```
 #![warn(missing_docs)]
 
-mod backend;
 mod client;
 pub mod duration;
 mod engine;
 mod error;
+pub mod ffi;
 mod inspect;
+mod key;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod latch;
@@ -50,11 +51,11 @@ mod owner;
 pub mod rt;
 mod semaphore;
 mod state;
+mod store;
+mod sync;
 mod token;
 mod url;
 
-#[cfg(feature = "redis")]
-pub use backend::DrivenLink;
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
 pub use inspect::{Holder, Inspection};

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use crate::backend::Key;
+use crate::key::Key;
 
 /// A grant after waiting `waited`.
 pub(crate) fn acquired(key: &Key, waited: Duration, token: u64) {

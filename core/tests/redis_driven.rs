@@ -12,7 +12,8 @@ mod behaviour;
 
 use std::time::Duration;
 
-use baton::{Client, DrivenLink, ErrorKind, LockOptions};
+use baton::ffi::DrivenLink;
+use baton::{Client, ErrorKind, LockOptions};
 use behaviour::{bounded, unique};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -61,7 +62,7 @@ async fn a_driven_link_carries_the_calls_polled_where_it_is_installed() {
     let mut admin = raw().await;
     let before = driven(&mut admin).await;
     let client = Client::connect(&server()).await.unwrap();
-    let link = client.driven_link().await.unwrap().expect("a plain redis:// server has a driven link");
+    let link = baton::ffi::driven_link(&client).await.unwrap().expect("a plain redis:// server has a driven link");
     let ours: Vec<_> = driven(&mut admin).await.into_iter().filter(|c| !before.contains(c)).map(|c| c.0).collect();
     assert_eq!(ours.len(), 1, "one new baton-driven connection: {ours:?}");
     let id = ours[0].clone();

@@ -11,6 +11,7 @@ mod wait;
 pub(crate) use grant::Grant;
 pub(crate) use wait::{Wait, acquire};
 
+use crate::sync::LockExt;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -20,12 +21,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::FencingToken;
-use crate::backend::{Backend, Key};
 use crate::error::{Error, Result};
+use crate::key::Key;
 use crate::options::Lease;
 use crate::owner::ClientId;
 use crate::rt::Rt;
 use crate::state::Mode;
+use crate::store::Store;
 use crate::url::StoreUrl;
 
 /// Fires `lost` once, recording the loss.
@@ -40,7 +42,7 @@ pub(crate) fn mark_lost(key: &Key, token: FencingToken, lost: &CancellationToken
 /// What every handle of one client shares: the store, the runtime, the identity.
 #[derive(Debug)]
 pub(crate) struct Ctx {
-    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) backend: Arc<dyn Store>,
     pub(crate) rt: Rt,
     pub(crate) id: ClientId,
     pub(crate) url: StoreUrl,
@@ -55,7 +57,7 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn new(backend: Arc<dyn Backend>, url: StoreUrl, defaults: Lease, prefix: String) -> Ctx {
+    pub(crate) fn new(backend: Arc<dyn Store>, url: StoreUrl, defaults: Lease, prefix: String) -> Ctx {
         let rt = Rt::current();
         Ctx {
             renewer: Arc::new(renewer::Renewer::start(&rt, backend.clone())),
@@ -107,7 +109,7 @@ impl Ctx {
         }
         self.closed.cancel();
         let live: Vec<Arc<Held>> = {
-            let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            let mut live = self.live.locked();
             live.map.drain().filter_map(|(_, w)| w.upgrade()).collect()
         };
         for held in live {
@@ -122,18 +124,18 @@ impl Ctx {
     }
 
     fn track(&self, held: &Arc<Held>) {
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = self.live.locked();
         live.prune();
         live.map.insert(held.live_id, Arc::downgrade(held));
     }
 
     fn untrack(&self, id: u64) {
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).map.remove(&id);
+        self.live.locked().map.remove(&id);
     }
 
     /// The store key of a user name (validated), with the client's prefix. The limits of
     /// a name apply to the name the user gave; the prefix was checked on its own at connect.
-    pub(crate) fn key(&self, family: crate::backend::Family, name: &str) -> Result<Key> {
+    pub(crate) fn key(&self, family: crate::key::Family, name: &str) -> Result<Key> {
         crate::name::validate(name)?;
         let full = if self.prefix.is_empty() { name.to_owned() } else { format!("{}{name}", self.prefix) };
         Ok(Key { family, name: full })
@@ -209,7 +211,7 @@ impl Slot {
         if !self.spec.own_holder || matches!(self.spec.mode, Mode::Permits { .. }) {
             return false;
         }
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let held = self.held.locked();
         held.as_ref().is_none_or(|h| h.lost.is_cancelled())
             && self.attempts.load(std::sync::atomic::Ordering::SeqCst) == 1
     }
@@ -217,7 +219,7 @@ impl Slot {
     /// Records a grant; returns the `Held` the new guard shares. Synchronous on purpose:
     /// nothing between the store's answer and this bookkeeping can be cancelled.
     fn on_granted(self: &Arc<Self>, token: u64, fresh: bool, started: Instant) -> Arc<Held> {
-        let mut slot = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.held.locked();
         if let Some(h) = slot.as_ref() {
             if !fresh && !h.lost.is_cancelled() {
                 return h.clone();
@@ -233,7 +235,7 @@ impl Slot {
 
     /// Forgets `held` if it is still the current grant.
     fn detach(&self, held: &Arc<Held>) {
-        let mut slot = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.held.locked();
         if slot.as_ref().is_some_and(|h| Arc::ptr_eq(h, held)) {
             *slot = None;
         }
@@ -255,8 +257,8 @@ pub(crate) struct Held {
     /// The local, conservative end of the lease.
     deadline: Mutex<Instant>,
     renewer: Arc<renewer::Renewer>,
-    /// The store, for its lease margin (`Backend::lease_margin`).
-    backend: Arc<dyn Backend>,
+    /// The store, for its lease margin (`Store::lease_margin`).
+    backend: Arc<dyn Store>,
     live_id: u64,
 }
 
@@ -297,11 +299,11 @@ impl Held {
 
     /// The local, conservative end of the lease.
     fn deadline(&self) -> Instant {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+        *self.deadline.locked()
     }
 
     fn set_deadline(&self, at: Instant) {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = at;
+        *self.deadline.locked() = at;
     }
 
     /// Moves the local lease end after a successful renewal or extend.

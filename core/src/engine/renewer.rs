@@ -6,6 +6,7 @@
 //! release well within the lease): one task per ttl grant cost a spawn, a timer and an
 //! abort per acquire (BENCHMARKS.md, Node).
 
+use crate::sync::LockExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -14,8 +15,9 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until, timeout};
 
 use super::Held;
-use crate::backend::{Backend, Key};
+use crate::key::Key;
 use crate::rt::{AbortOnDrop, Rt};
+use crate::store::Store;
 
 /// Leases renewed per store call (Redisson's `lockWatchdogBatchSize`).
 pub(crate) const BATCH: usize = 100;
@@ -58,7 +60,7 @@ struct Entries {
 
 impl Shared {
     fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+        self.entries.locked()
     }
 
     /// Inserts `entry`, waking the loop if it would look later than `look`.
@@ -86,7 +88,7 @@ pub(crate) struct Renewer {
 }
 
 impl Renewer {
-    pub(crate) fn start(rt: &Rt, backend: Arc<dyn Backend>) -> Renewer {
+    pub(crate) fn start(rt: &Rt, backend: Arc<dyn Store>) -> Renewer {
         let shared = Arc::new(Shared::default());
         let task = AbortOnDrop(rt.spawn(run(shared.clone(), backend)));
         Renewer { shared, _task: task }
@@ -128,7 +130,7 @@ struct Due {
 }
 
 /// The renewal loop; ends when the `Renewer` (and so its `AbortOnDrop`) is dropped.
-async fn run(shared: Arc<Shared>, backend: Arc<dyn Backend>) {
+async fn run(shared: Arc<Shared>, backend: Arc<dyn Store>) {
     loop {
         let notified = shared.wake.notified();
         let Look { due, expired, next } = collect(&shared);
@@ -202,7 +204,7 @@ fn collect(s: &Shared) -> Look {
 /// Asks the store about a ttl lease whose local deadline passed: still held (extended
 /// from elsewhere, or the local deadline was conservative) moves the deadline to what the
 /// store says is left; gone, or no answer in time, fires the lost signal.
-async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Backend>, id: u64, held: Arc<Held>) {
+async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: Arc<Held>) {
     let left = lease_left(&*backend, &held.key, &held.holder).await;
     let mut entries = shared.entries();
     // Released meanwhile: nothing to report.
@@ -223,13 +225,13 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Backend>, id: u64, held
 }
 
 /// What the store says is left of `holder`'s lease (`None`: gone, or no answer in time).
-async fn lease_left(backend: &dyn Backend, key: &Key, holder: &str) -> Option<Duration> {
+async fn lease_left(backend: &dyn Store, key: &Key, holder: &str) -> Option<Duration> {
     let info = timeout(TTL_CHECK_TIMEOUT, backend.inspect(key)).await.ok()?.ok()?;
     let left = info.holders.iter().find(|h| h.owner == holder)?.lease_left?;
     (!left.is_zero()).then_some(left)
 }
 
-async fn renew(shared: &Shared, backend: &dyn Backend, mut due: Vec<Due>) {
+async fn renew(shared: &Shared, backend: &dyn Store, mut due: Vec<Due>) {
     due.sort_by_key(|d| d.lease);
     for chunk in due.chunk_by(|a, b| a.lease == b.lease).flat_map(|c| c.chunks(BATCH)) {
         let lease = chunk[0].lease;
@@ -273,10 +275,11 @@ mod tests {
     use async_trait::async_trait;
 
     use super::BATCH;
-    use crate::backend::{Backend, Key, Subscription, memory::Memory};
     use crate::error::Result;
     use crate::inspect::Inspection;
+    use crate::key::Key;
     use crate::state::{Attempt, Released, Request};
+    use crate::store::{Store, Subscription, memory::Memory};
     use crate::{Client, DEFAULT_LEASE, DEFAULT_RENEW, Lease, LockOptions, StoreUrl};
 
     /// The memory store, counting the watchdog's store calls.
@@ -288,7 +291,7 @@ mod tests {
     }
 
     #[async_trait]
-    impl Backend for Counting {
+    impl Store for Counting {
         async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
             self.inner.acquire(key, req).await
         }
@@ -307,7 +310,7 @@ mod tests {
             self.inner.leave_queue(key, holder).await
         }
         async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-            Backend::subscribe(&self.inner, key).await
+            Store::subscribe(&self.inner, key).await
         }
         async fn inspect(&self, key: &Key) -> Result<Inspection> {
             self.inner.inspect(key).await

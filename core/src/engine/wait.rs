@@ -9,9 +9,10 @@ use rand::Rng;
 use tokio::time::Instant;
 
 use super::{Grant, Slot};
-use crate::backend::{Backend, Key};
 use crate::error::{Error, Result};
+use crate::key::Key;
 use crate::state::{Attempt, Mode, Request};
+use crate::store::Store;
 
 /// How long to wait.
 #[derive(Debug, Clone, Copy)]
@@ -126,7 +127,7 @@ fn millis(d: Duration) -> u64 {
 /// leaving strays that the watchdog would renew for as long as the handle lives.
 async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)> {
     let spec = &slot.spec;
-    let backend: Arc<dyn Backend> = spec.ctx.backend.clone();
+    let backend: Arc<dyn Store> = spec.ctx.backend.clone();
     let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
     let under_way = UnderWay::new(slot.clone());
     let finish_on = spec.ctx.rt.clone();
@@ -201,7 +202,7 @@ impl Drop for UnderWay {
 /// A store's answer to an attempt; gives back a grant nobody took out of it.
 struct Answer {
     out: Option<Result<Attempt>>,
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn Store>,
     key: Key,
     req: Request,
     rt: crate::rt::Rt,
@@ -236,7 +237,7 @@ impl Drop for Answer {
 
 /// A queue place that is given up if the waiter goes away before being granted.
 struct QueuePlace {
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn Store>,
     key: Key,
     holder: String,
     rt: crate::rt::Rt,

@@ -11,10 +11,10 @@ pub use guard::{LockGuard, LostSignal};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::Family;
 use crate::engine::{self, Ctx, Slot, Spec, Wait};
 use crate::error::{Error, Result};
 use crate::inspect::Inspection;
+use crate::key::Family;
 use crate::options::{DEFAULT_QUEUE_TTL, LockOptions};
 use crate::state::Mode;
 

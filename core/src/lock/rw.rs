@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{LockGuard, SlotResult, slot, take, timed_out};
-use crate::backend::Family;
 use crate::engine::{Ctx, Wait};
 use crate::error::Result;
 use crate::inspect::Inspection;
+use crate::key::Family;
 use crate::options::LockOptions;
 use crate::state::Mode;
 

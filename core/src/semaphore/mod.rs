@@ -10,10 +10,10 @@ pub use permit::Permit;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::{Family, Key};
 use crate::engine::{self, Ctx, Slot, Spec, Wait};
 use crate::error::{Error, Result};
 use crate::inspect::Inspection;
+use crate::key::{Family, Key};
 use crate::options::{DEFAULT_QUEUE_TTL, Lease, LockOptions};
 use crate::state::Mode;
 

@@ -1,14 +1,15 @@
 //! Adapts a store that can run "read state, decide, write back" in one transaction
-//! (`StateStore`) to the `Backend` trait, using the rules in `crate::state` — written once
+//! (`StateStore`) to the `Store` trait, using the rules in `crate::state` — written once
 //! for memory, SQLite and the other SQL stores.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Backend, Key, Subscription};
+use super::{Store, Subscription};
 use crate::error::Result;
 use crate::inspect::Inspection;
+use crate::key::Key;
 use crate::state::{self, Attempt, KeyState, Released, Request};
 
 /// A decision run inside a store's transaction: `f(state, now_ms)`. A store that detects
@@ -39,7 +40,7 @@ fn lease_ms(d: Duration) -> u64 {
 }
 
 #[async_trait]
-impl<S: StateStore> Backend for S {
+impl<S: StateStore> Store for S {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
         let req = req.clone();
         self.update(key, Box::new(move |s, now| state::acquire(s, &req, now))).await?

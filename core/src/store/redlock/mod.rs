@@ -21,9 +21,10 @@
 
 mod quorum;
 
+use crate::sync::{LockExt, Registry};
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -34,10 +35,14 @@ use rand::Rng;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+#[cfg(feature = "bench")]
+use super::Diagnostics;
+use super::open::COMMON_OPTIONS;
 use super::redis::Redis;
-use super::{AnyOf, Backend, COMMON_OPTIONS, Family, Key, Subscription};
+use super::{AnyOf, Store, Subscription};
 use crate::error::{Error, ErrorKind, Result};
 use crate::inspect::Inspection;
+use crate::key::{Family, Key};
 use crate::state::{Attempt, Hold, KeyState, Mode, Released, Request, Waiter};
 use crate::url::StoreUrl;
 
@@ -69,7 +74,7 @@ struct Node {
     /// Steps on a key still answering after their caller moved on (`Redlock::each_until`):
     /// a later step on that key waits for them here, so that it never overtakes them on
     /// this node's connection (a release sent before its own acquire would leave a hold).
-    behind: Mutex<HashMap<Key, Weak<tokio::sync::Mutex<()>>>>,
+    behind: Registry<Key, tokio::sync::Mutex<()>>,
 }
 
 impl Node {
@@ -103,25 +108,19 @@ impl Node {
 
     /// The turn of the last step on `key` still answering here, if any.
     fn ahead(&self, key: &Key) -> Option<Arc<tokio::sync::Mutex<()>>> {
-        self.behind.lock().unwrap_or_else(|p| p.into_inner()).get(key).and_then(Weak::upgrade)
+        self.behind.get(key)
     }
 
     /// Once every background step here has ended.
     async fn settled(&self) {
-        let turns: Vec<_> =
-            self.behind.lock().unwrap_or_else(|p| p.into_inner()).values().filter_map(Weak::upgrade).collect();
-        for t in turns {
+        for t in self.behind.live() {
             drop(t.lock().await);
         }
     }
 
     /// Marks the step on `key` here as answering in the background until the guard drops.
     fn straggling(&self, key: &Key) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        let turn = Arc::new(tokio::sync::Mutex::new(()));
-        let mut behind = self.behind.lock().unwrap_or_else(|p| p.into_inner());
-        behind.retain(|_, w| w.strong_count() > 0);
-        behind.insert(key.clone(), Arc::downgrade(&turn));
-        turn.try_lock_owned().ok()
+        self.behind.replace(key.clone(), tokio::sync::Mutex::new(())).try_lock_owned().ok()
     }
 }
 
@@ -184,19 +183,10 @@ fn duration_option(url: &StoreUrl, name: &str, default: Duration, zero_ok: bool)
 /// it on some nodes (a fresh grant there) and after it on others (a re-entry there), and
 /// the undo of that split round could not give back the same hold everywhere.
 fn gate(store: &str, key: &Key, holder: Option<&str>) -> Arc<tokio::sync::Mutex<()>> {
-    type Gates = Mutex<HashMap<(String, Key, Option<String>), Weak<tokio::sync::Mutex<()>>>>;
+    type Gates = Registry<(String, Key, Option<String>), tokio::sync::Mutex<()>>;
     static GATES: LazyLock<Gates> = LazyLock::new(Gates::default);
-    let mut gates = GATES.lock().unwrap_or_else(|p| p.into_inner());
     let id = (store.to_owned(), key.clone(), holder.map(str::to_owned));
-    if let Some(g) = gates.get(&id).and_then(Weak::upgrade) {
-        return g;
-    }
-    if gates.len() >= LIMITS_KEPT {
-        gates.retain(|_, g| g.strong_count() > 0);
-    }
-    let g = Arc::new(tokio::sync::Mutex::new(()));
-    gates.insert(id, Arc::downgrade(&g));
-    g
+    GATES.get_or_insert_with(id, || tokio::sync::Mutex::new(()))
 }
 
 impl Redlock {
@@ -243,7 +233,7 @@ impl Redlock {
         let opened = join_all(hosts.iter().map(|h| async move {
             let node_url = url.with_host("redis", h, node_options)?;
             let redis = Redis::open_node(&node_url).await?;
-            Ok::<Arc<Node>, Error>(Arc::new(Node { redis, at: (*h).to_owned(), behind: Mutex::default() }))
+            Ok::<Arc<Node>, Error>(Arc::new(Node { redis, at: (*h).to_owned(), behind: Registry::default() }))
         }))
         .await;
         let nodes = opened.into_iter().collect::<Result<Vec<_>>>()?;
@@ -356,7 +346,7 @@ impl Redlock {
     /// The quorum of a step on `key` (a semaphore's depends on its limit).
     fn need(&self, key: &Key) -> usize {
         let limit = match key.family {
-            Family::Semaphore => self.limits.lock().unwrap_or_else(|p| p.into_inner()).get(key).copied(),
+            Family::Semaphore => self.limits.locked().get(key).copied(),
             _ => Some(1),
         };
         limit.map_or(self.nodes.len(), |l| quorum::quorum(self.nodes.len(), l))
@@ -519,7 +509,7 @@ fn quorum_th(mut values: Vec<u64>, need: usize) -> u64 {
 }
 
 #[async_trait]
-impl Backend for Redlock {
+impl Store for Redlock {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
         let limit = match req.mode {
             Mode::Fair => {
@@ -530,7 +520,7 @@ impl Backend for Redlock {
                 )));
             }
             Mode::Permits { limit, .. } => {
-                let mut limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
+                let mut limits = self.limits.locked();
                 if limits.len() >= LIMITS_KEPT && !limits.contains_key(key) {
                     limits.clear();
                 }
@@ -742,6 +732,23 @@ impl Backend for Redlock {
         Err(latch_unsupported(&self.store))
     }
 
+    #[cfg(feature = "bench")]
+    fn diagnostics(&self) -> Option<&dyn Diagnostics> {
+        Some(self)
+    }
+
+    async fn close(&self) {
+        // The steps still answering in the background first (a release's late nodes, a
+        // token write-back): closing the connections under them would drop them, leaving
+        // holds there until their lease ends. Each is bounded by its own node limit.
+        join_all(self.nodes.iter().map(|n| n.settled())).await;
+        join_all(self.nodes.iter().map(|n| n.redis.close())).await;
+    }
+}
+
+#[cfg(feature = "bench")]
+#[async_trait]
+impl Diagnostics for Redlock {
     /// The machine's fan-out floor, free of any lock logic: one PING on the first node,
     /// then one PING on every node at once until a quorum (of a lock) answered. On a
     /// host with fewer cores than nodes the second is well above the first, and a
@@ -770,14 +777,6 @@ impl Backend for Redlock {
 
     async fn settled(&self) {
         join_all(self.nodes.iter().map(|n| n.settled())).await;
-    }
-
-    async fn close(&self) {
-        // The steps still answering in the background first (a release's late nodes, a
-        // token write-back): closing the connections under them would drop them, leaving
-        // holds there until their lease ends. Each is bounded by its own node limit.
-        join_all(self.nodes.iter().map(|n| n.settled())).await;
-        join_all(self.nodes.iter().map(|n| n.redis.close())).await;
     }
 }
 

@@ -12,6 +12,7 @@
 //! revision, so etcd's own waiters see nothing change). The last token is also recorded
 //! in `baton/lock/NAME` on grant by promotion and on release, for `inspect`.
 
+use crate::sync::LockExt;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -138,7 +139,7 @@ fn raced() -> Error {
     Error::backend("etcd: too many conflicting updates of one lock queue in a row")
 }
 
-/// One acquire attempt (see `Backend::acquire`).
+/// One acquire attempt (see `Store::acquire`).
 pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &LockKeys, req: &Request) -> Result<Attempt> {
     // A waiter whose predecessor was the holder and just went is most likely granted now:
     // its hold lease is granted alongside the read, not after it (one round trip less on
@@ -727,31 +728,31 @@ impl Local {
     }
 
     fn hold(&self, prefix: &[u8], holder: &str, kv: Kv) {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).insert((prefix.to_vec(), holder.to_owned()), kv);
+        self.held.locked().insert((prefix.to_vec(), holder.to_owned()), kv);
     }
 
     fn take_hold(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).remove(&(prefix.to_vec(), holder.to_owned()))
+        self.held.locked().remove(&(prefix.to_vec(), holder.to_owned()))
     }
 
     fn alive(&self, lease: i64, sent: Instant, ttl_s: i64) {
         let until = sent + Duration::from_secs(u64::try_from(ttl_s).unwrap_or(0));
-        self.alive.lock().unwrap_or_else(|p| p.into_inner()).insert(lease, until);
+        self.alive.locked().insert(lease, until);
     }
 
     fn alive_until(&self, lease: i64) -> Option<Instant> {
-        self.alive.lock().unwrap_or_else(|p| p.into_inner()).get(&lease).copied()
+        self.alive.locked().get(&lease).copied()
     }
 
     fn moving(&self, prefix: &[u8], holder: &str, m: Moving) {
-        self.moving.lock().unwrap_or_else(|p| p.into_inner()).insert((prefix.to_vec(), holder.to_owned()), m);
+        self.moving.locked().insert((prefix.to_vec(), holder.to_owned()), m);
     }
 
     /// The key of `holder`'s hand-off grant that may still be moving, taken; one that
     /// moved already becomes a known grant instead (`None`).
     fn take_moving(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
         let k = (prefix.to_vec(), holder.to_owned());
-        let m = self.moving.lock().unwrap_or_else(|p| p.into_inner()).remove(&k)?;
+        let m = self.moving.locked().remove(&k)?;
         let moved = *m.rx.borrow();
         match moved {
             Moved::Done(rev) => {
@@ -768,13 +769,13 @@ impl Local {
     async fn settle(&self, prefix: &[u8], holder: &str) -> Option<Moved> {
         let k = (prefix.to_vec(), holder.to_owned());
         let (mut rx, until) = {
-            let m = self.moving.lock().unwrap_or_else(|p| p.into_inner());
+            let m = self.moving.locked();
             let e = m.get(&k)?;
             (e.rx.clone(), e.safe_until)
         };
         let until = tokio::time::Instant::from_std(until);
         let _ = tokio::time::timeout_at(until, rx.wait_for(|m| *m != Moved::Pending)).await;
-        let m = self.moving.lock().unwrap_or_else(|p| p.into_inner()).remove(&k)?;
+        let m = self.moving.locked().remove(&k)?;
         let moved = *m.rx.borrow();
         match moved {
             Moved::Done(rev) => {
@@ -787,7 +788,7 @@ impl Local {
     }
 
     fn known_hold(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).get(&(prefix.to_vec(), holder.to_owned())).cloned()
+        self.held.locked().get(&(prefix.to_vec(), holder.to_owned())).cloned()
     }
 
     /// Notes where `holder` stood in the queue `es` read at `revision`, for its next wait.
@@ -796,13 +797,13 @@ impl Local {
         let pred = at.map(|i| (es[i - 1].kv.key.clone(), revision, i == 1));
         let k = (keys.prefix.clone(), holder.to_owned());
         {
-            let mut mine = self.mine.lock().unwrap_or_else(|p| p.into_inner());
+            let mut mine = self.mine.locked();
             match at {
                 Some(i) => mine.insert(k.clone(), es[i].kv.clone()),
                 None => mine.remove(&k),
             };
         }
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.locked();
         match pred {
             Some(p) => seen.insert(k, p),
             None => seen.remove(&k),
@@ -812,11 +813,11 @@ impl Local {
     /// Where the last attempt of `holder` saw it stand (its predecessor, the revision of
     /// that read, whether the predecessor is the head); taken once.
     pub(crate) fn last_seen(&self, prefix: &[u8], holder: &str) -> Option<(Vec<u8>, i64, bool)> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).remove(&(prefix.to_vec(), holder.to_owned()))
+        self.seen.locked().remove(&(prefix.to_vec(), holder.to_owned()))
     }
 
     fn busy(&self, prefix: &[u8], busy: bool) {
-        let mut m = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.busy.locked();
         if busy {
             m.insert(prefix.to_vec(), Instant::now());
         } else {
@@ -826,21 +827,21 @@ impl Local {
 
     /// Whether a read found the queue busy within the last 100 ms.
     fn busy_lately(&self, prefix: &[u8]) -> bool {
-        let m = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let m = self.busy.locked();
         m.get(prefix).is_some_and(|at| at.elapsed() < Duration::from_millis(100))
     }
 
     /// Whether this process knows of a key of `holder` (waiting or granted).
     fn knows(&self, prefix: &[u8], holder: &str) -> bool {
         let k = (prefix.to_vec(), holder.to_owned());
-        self.with(|m| m.contains_key(&k)) || self.held.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&k)
+        self.with(|m| m.contains_key(&k)) || self.held.locked().contains_key(&k)
     }
 
     /// A waiter whose last attempt found it behind a predecessor, not yet waited on, with
     /// a queue place that needs no refresh yet.
     fn settled_waiter(&self, prefix: &[u8], holder: &str) -> bool {
         let k = (prefix.to_vec(), holder.to_owned());
-        if !self.seen.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&k) {
+        if !self.seen.locked().contains_key(&k) {
             return false;
         }
         self.with(|m| m.get(&k).and_then(|v| v.last()).is_some_and(|(_, at)| at.elapsed() < Duration::from_millis(500)))
@@ -848,7 +849,7 @@ impl Local {
 
     /// Notes that `holder`'s predecessor was the holder and went.
     pub(crate) fn hint(&self, prefix: &[u8], holder: &str) {
-        self.hints.lock().unwrap_or_else(|p| p.into_inner()).insert((prefix.to_vec(), holder.to_owned()));
+        self.hints.locked().insert((prefix.to_vec(), holder.to_owned()));
     }
 
     /// The waiter's own key, when its predecessor was the head and went: it is the head
@@ -856,21 +857,21 @@ impl Local {
     /// the hint only then.
     fn hinted_own(&self, prefix: &[u8], holder: &str) -> Option<Kv> {
         let k = (prefix.to_vec(), holder.to_owned());
-        let mut hints = self.hints.lock().unwrap_or_else(|p| p.into_inner());
+        let mut hints = self.hints.locked();
         if !hints.contains(&k) {
             return None;
         }
-        let kv = self.mine.lock().unwrap_or_else(|p| p.into_inner()).remove(&k)?;
+        let kv = self.mine.locked().remove(&k)?;
         hints.remove(&k);
         Some(kv)
     }
 
     fn take_hint(&self, prefix: &[u8], holder: &str) -> bool {
-        self.hints.lock().unwrap_or_else(|p| p.into_inner()).remove(&(prefix.to_vec(), holder.to_owned()))
+        self.hints.locked().remove(&(prefix.to_vec(), holder.to_owned()))
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut HashMap<(Vec<u8>, String), Vec<(i64, Instant)>>) -> R) -> R {
-        f(&mut self.waiting.lock().unwrap_or_else(|p| p.into_inner()))
+        f(&mut self.waiting.locked())
     }
 
     pub(crate) fn remember(&self, prefix: &[u8], holder: &str, lease: i64) {
@@ -878,7 +879,7 @@ impl Local {
     }
 
     pub(crate) fn forget(&self, prefix: &[u8], holder: &str, lease: i64) {
-        self.alive.lock().unwrap_or_else(|p| p.into_inner()).remove(&lease);
+        self.alive.locked().remove(&lease);
         self.with(|m| {
             let k = (prefix.to_vec(), holder.to_owned());
             if let Some(v) = m.get_mut(&k) {
@@ -897,7 +898,7 @@ impl Local {
             .into_iter()
             .map(|(l, _)| l)
             .collect();
-        let mut alive = self.alive.lock().unwrap_or_else(|p| p.into_inner());
+        let mut alive = self.alive.locked();
         for l in &leases {
             alive.remove(l);
         }

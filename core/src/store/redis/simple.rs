@@ -13,8 +13,8 @@ use redis::{Cmd, Value};
 use super::keys::SimpleKeys;
 use super::scripts::SCRIPTS;
 use super::{Redis, bytes, bytes_u64, evalsha, expiry, int, items, ms, pairs, uint};
-use crate::backend::Key;
 use crate::error::{Error, Result};
+use crate::key::Key;
 use crate::state::{Hold, HoldMode, KeyState, Mode, Released, Request};
 
 /// What a fair lock under `?scheme=simple` answers.

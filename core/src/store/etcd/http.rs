@@ -2,6 +2,7 @@
 //! strings, proto3 defaults omitted), over `reqwest`. Several endpoints: a request that
 //! cannot reach one goes to the next.
 
+use crate::sync::LockExt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -285,12 +286,12 @@ impl Http {
         let Some((user, password)) = &self.auth else { return Ok(()) };
         let body = json!({ "name": user, "password": password });
         let a: JAuth = self.post_once("/v3/auth/authenticate", &body, false).await?;
-        *self.token.lock().unwrap_or_else(|p| p.into_inner()) = Some(a.token);
+        *self.token.locked() = Some(a.token);
         Ok(())
     }
 
     fn token(&self) -> Option<String> {
-        self.token.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.token.locked().clone()
     }
 
     /// POSTs `body` to `path`, moving to the next endpoint when one cannot be reached,

@@ -8,6 +8,7 @@
 //! `ttl` holds (an explicit lease that `extend` changes) keep a lease of their own: a
 //! session lease is shared, so its length cannot be one hold's.
 
+use crate::sync::LockExt;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -42,12 +43,12 @@ impl Session {
             return Ok(false);
         }
         let fresh = (self.period() / 2).min(Duration::from_secs(1));
-        if self.alive_at.lock().unwrap_or_else(|p| p.into_inner()).elapsed() < fresh {
+        if self.alive_at.locked().elapsed() < fresh {
             return Ok(true);
         }
         let alive = t.lease_keepalive(self.lease).await? > 0;
         if alive {
-            *self.alive_at.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+            *self.alive_at.locked() = Instant::now();
         } else {
             self.lost.store(true, Ordering::Release);
         }
@@ -82,7 +83,7 @@ impl Sessions {
     }
 
     fn current(&self, ttl_s: i64) -> Option<Arc<Session>> {
-        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let live = self.live.locked();
         live.get(&ttl_s).map(|(s, _)| s.clone()).filter(|s| !s.lost())
     }
 
@@ -104,7 +105,7 @@ impl Sessions {
             turn: tokio::sync::Mutex::default(),
         });
         let task = AbortOnDrop(tokio::spawn(keep_alive(self.t.clone(), Arc::downgrade(&s))));
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).insert(ttl_s, (s.clone(), task));
+        self.live.locked().insert(ttl_s, (s.clone(), task));
         Ok(s)
     }
 
@@ -115,7 +116,7 @@ impl Sessions {
 
     /// The session (live or lost) whose lease is `lease`, if it is one.
     pub(crate) fn find(&self, lease: i64) -> Option<Arc<Session>> {
-        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let live = self.live.locked();
         live.values().map(|(s, _)| s).find(|s| s.lease == lease).cloned()
     }
 
@@ -127,7 +128,7 @@ impl Sessions {
     /// Stops the loops and revokes the leases (their keys go with them, as when a
     /// clientv3 session is closed).
     pub(crate) async fn close(&self) {
-        let all: Vec<_> = self.live.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, v)| v).collect();
+        let all: Vec<_> = self.live.locked().drain().map(|(_, v)| v).collect();
         for (s, task) in all {
             drop(task);
             if !s.lost() {
@@ -148,7 +149,7 @@ async fn keep_alive(t: Arc<dyn Transport>, s: Weak<Session>) {
             Ok(true) => {}
             Ok(false) => return,
             Err(_) => {
-                let since = s.alive_at.lock().unwrap_or_else(|p| p.into_inner()).elapsed();
+                let since = s.alive_at.locked().elapsed();
                 if since > s.period() * 3 {
                     s.give_up();
                     return;

@@ -5,6 +5,7 @@
 //! channel wakes one local waiter (no herd: one grant is possible) and any other message
 //! wakes them all (a write unlock, a latch opening, permits coming back).
 
+use crate::sync::LockExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -15,9 +16,9 @@ use redis::{PushInfo, PushKind, Value};
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, sleep_until};
 
-use crate::backend::Subscription;
 use crate::error::{Error, Result};
 use crate::rt::Rt;
+use crate::store::Subscription;
 
 /// How long a channel stays subscribed after its last waiter left: a name waited on again
 /// soon (a lock handed back and forth) skips the SUBSCRIBE round trip before its wait.
@@ -50,7 +51,7 @@ pub(super) struct Channels {
 
 impl Channels {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, Entry>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map.locked()
     }
 
     /// A message on `channel`: hands out wake-ups, at most one per subscription.
@@ -121,7 +122,7 @@ impl Hub {
     }
 
     fn conn(&self) -> Result<ConnectionManager> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(Error::closed)
+        self.conn.locked().clone().ok_or_else(Error::closed)
     }
 
     /// Starts listening on `channel`; returns once the server has confirmed the
@@ -209,7 +210,7 @@ impl Hub {
     /// messages in between are lost).
     pub(super) fn replace(self: &Arc<Self>, conn: ConnectionManager) {
         {
-            let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut slot = self.conn.locked();
             if slot.is_none() {
                 return; // closed
             }
@@ -233,7 +234,7 @@ impl Hub {
     /// Wakes every waiter (they re-check, see the client closed, and stop) and drops the
     /// subscriber connection.
     pub(super) fn close(&self) {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.conn.locked().take();
         self.channels.wake_all();
     }
 }

@@ -22,10 +22,10 @@ use super::lock::{Local, Value, encode, secs};
 use super::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, WatchStream};
 use super::session::Session;
 use crate::FencingToken;
-use crate::backend::Subscription;
 use crate::error::{Error, Result};
 use crate::inspect::Holder;
 use crate::state::{Attempt, Released};
+use crate::store::Subscription;
 
 /// How many times one step re-reads after losing a race before giving up.
 pub(crate) const RACES: usize = 64;

@@ -13,6 +13,7 @@
 //! requests with a connection error and is never used again: later calls take the
 //! multiplexed connection, which reconnects.
 
+use crate::sync::LockExt;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -103,7 +104,7 @@ impl Done {
 }
 
 fn lock(m: &Mutex<Io>) -> std::sync::MutexGuard<'_, Io> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.locked()
 }
 
 fn dropped(why: &str) -> RedisError {

@@ -1,12 +1,13 @@
-//! Stores. Each backend does one step atomically on its store; waiting, renewal,
+//! Stores. Each store does one step atomically on its store; waiting, renewal,
 //! reentrancy bookkeeping, timeouts and fencing bookkeeping live in `engine`, once.
 
 #[cfg(any(feature = "etcd", feature = "etcd-http"))]
 mod etcd;
 pub(crate) mod memory;
+pub(crate) mod open;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(feature = "redis")]
+#[cfg(feature = "driven-link")]
 pub use self::redis::driven::DrivenLink;
 #[cfg(feature = "redlock")]
 mod redlock;
@@ -17,7 +18,6 @@ mod stateful;
 mod wakes;
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,47 +25,8 @@ use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::inspect::Inspection;
+use crate::key::Key;
 use crate::state::{Attempt, Released, Request};
-use crate::url::StoreUrl;
-
-/// Which primitive a key belongs to. Lock and FairLock share a family (they contend,
-/// as Redisson's `RLock` and `RFairLock` do on one hash); the others are separate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Family {
-    Lock,
-    RwLock,
-    Semaphore,
-    Latch,
-}
-
-impl Family {
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn from_name(s: &str) -> Option<Family> {
-        [Family::Lock, Family::RwLock, Family::Semaphore, Family::Latch].into_iter().find(|f| f.as_str() == s)
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Family::Lock => "lock",
-            Family::RwLock => "rwlock",
-            Family::Semaphore => "semaphore",
-            Family::Latch => "latch",
-        }
-    }
-}
-
-/// A validated name within a family.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct Key {
-    pub(crate) family: Family,
-    pub(crate) name: String,
-}
-
-impl fmt::Display for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} `{}`", self.family.as_str(), self.name)
-    }
-}
 
 /// Waits for "something about this key may have changed". Created *before* the attempt
 /// it follows, so a release between the attempt and the wait is never missed.
@@ -118,7 +79,7 @@ impl Subscription for AnyOf {
 /// - Methods are cancel-safe in the sense that matters to the engine: a dropped call may
 ///   or may not have taken effect, and the engine deals with both (see `engine::attempt`).
 #[async_trait]
-pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
+pub(crate) trait Store: Send + Sync + fmt::Debug + 'static {
     /// One attempt to take `req` on `key`.
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt>;
 
@@ -191,24 +152,36 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
     /// Closes connections; later calls may fail.
     async fn close(&self) {}
 
-    /// A connection the caller's event loop drives (`Client::driven_link`); None where the
+    /// A connection the caller's event loop drives (`ffi::driven_link`); None where the
     /// store has none.
-    #[cfg(feature = "redis")]
+    #[cfg(feature = "driven-link")]
     async fn driven_link(&self) -> Result<Option<DrivenLink>> {
         Ok(None)
     }
 
+    /// The store's benchmark and test hooks, where it has any.
+    #[cfg(feature = "bench")]
+    fn diagnostics(&self) -> Option<&dyn Diagnostics> {
+        None
+    }
+}
+
+/// Hooks for benchmarks and tests (feature `bench`), kept off the semantic [`Store`]
+/// trait: nothing in the engine calls them.
+#[cfg(feature = "bench")]
+#[async_trait]
+pub(crate) trait Diagnostics: Send + Sync {
     /// Once the steps a call left running in the background have ended (Redlock: the
-    /// nodes that answered after the quorum). For benchmarks, which must not time one
-    /// call's leftovers into the next.
+    /// nodes that answered after the quorum), so a benchmark does not time one call's
+    /// leftovers into the next.
     async fn settled(&self) {}
 
-    /// Requests sent to the store so far, where the store counts them (`Client::store_round_trips`).
+    /// Requests sent to the store so far, where the store counts them.
     fn round_trips(&self) -> Option<u64> {
         None
     }
 
-    /// Counters of the store's own machinery, for tests (see `Client::counters`).
+    /// Counters of the store's own machinery, by name.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
@@ -218,60 +191,5 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug + 'static {
     async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
         let _ = name;
         Ok(Vec::new())
-    }
-}
-
-/// Every scheme baton knows, with the cargo feature that brings it.
-const KNOWN_SCHEMES: &[(&str, &str)] = &[
-    ("redis", "redis"),
-    ("rediss", "redis"),
-    ("redis+cluster", "redis"),
-    ("redis+sentinel", "redis"),
-    ("rediss+cluster", "redis"),
-    ("rediss+sentinel", "redis"),
-    ("redlock", "redlock"),
-    ("etcd", "etcd"),
-    ("etcds", "etcd"),
-    ("etcd+http", "etcd-http"),
-    ("etcd+https", "etcd-http"),
-    ("zk", "zookeeper"),
-    ("postgres", "postgres"),
-    ("postgresql", "postgres"),
-    ("mysql", "mysql"),
-    ("sqlite", "sqlite"),
-];
-
-/// Options every scheme accepts (read by `Client::connect`).
-pub(crate) const COMMON_OPTIONS: &[&str] = &["lease", "renew", "prefix"];
-
-/// Opens the store `url` names.
-pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Backend>> {
-    match url.scheme() {
-        "memory" => Ok(Arc::new(memory::Memory::open(url)?)),
-        #[cfg(feature = "sqlite")]
-        "sqlite" => Ok(Arc::new(sql::sqlite::Sqlite::open(url).await?)),
-        #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => Ok(Arc::new(sql::postgres::Postgres::open(url).await?)),
-        #[cfg(feature = "mysql")]
-        "mysql" => Ok(Arc::new(sql::mysql::Mysql::open(url).await?)),
-        #[cfg(feature = "redis")]
-        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel" | "rediss+sentinel" => {
-            Ok(Arc::new(redis::Redis::open(url).await?))
-        }
-        #[cfg(feature = "redlock")]
-        "redlock" => Ok(Arc::new(redlock::Redlock::open(url).await?)),
-        #[cfg(feature = "etcd")]
-        "etcd" | "etcds" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
-        #[cfg(feature = "etcd-http")]
-        "etcd+http" | "etcd+https" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
-        s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
-            Some((_, feature)) => Err(Error::unsupported(format!(
-                "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"
-            ))),
-            None => Err(Error::invalid_url(format!(
-                "unknown scheme `{s}` in {url}; known: memory, {}",
-                KNOWN_SCHEMES.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
-            ))),
-        },
     }
 }

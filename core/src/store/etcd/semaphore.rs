@@ -42,7 +42,7 @@ impl SemKeys {
     }
 }
 
-/// One acquire attempt (see `Backend::acquire`).
+/// One acquire attempt (see `Store::acquire`).
 pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &SemKeys, req: &Request) -> Result<Attempt> {
     let Mode::Permits { count, limit } = req.mode else {
         return Err(Error::backend(format!("etcd: internal error: {:?} on a semaphore", req.mode)));

@@ -34,6 +34,7 @@ mod sentinel;
 mod simple;
 mod tls;
 
+use crate::sync::LockExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -50,9 +51,13 @@ use self::keys::{LockKeys, RwKeys, SemKeys};
 use self::pubsub::{Channels, Hub};
 use self::scripts::{Lua, SCRIPTS};
 use self::tls::Transport;
-use super::{AnyOf, Backend, COMMON_OPTIONS, Family, Key, Subscription};
+#[cfg(feature = "bench")]
+use super::Diagnostics;
+use super::open::COMMON_OPTIONS;
+use super::{AnyOf, Store, Subscription};
 use crate::error::{Error, Result};
 use crate::inspect::Inspection;
+use crate::key::{Family, Key};
 use crate::state::{self, Attempt, Hold, HoldMode, KeyState, Mode, Released, Request, Waiter};
 use crate::url::StoreUrl;
 
@@ -65,7 +70,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_PORT: u16 = 6379;
 
-/// The command connection, counting the requests sent on it (`Backend::round_trips`).
+/// The command connection, counting the requests sent on it (`Store::round_trips`).
 #[derive(Clone)]
 struct Conn {
     link: Link,
@@ -559,7 +564,7 @@ impl Redis {
         if let Some(l) = driven::here(&self.trips) {
             return Ok(Conn { link: Link::Driven(l), trips: self.trips.clone() });
         }
-        self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(Error::closed)
+        self.conn.locked().clone().ok_or_else(Error::closed)
     }
 
     fn err(&self, e: RedisError) -> Error {
@@ -576,10 +581,10 @@ impl Redis {
     /// now, if it moved. True when it did (or someone else just did).
     async fn follow_master(&self) -> bool {
         let Some(s) = &self.sentinel else { return false };
-        let before = s.master.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let before = s.master.locked().clone();
         let mut client = s.client.lock().await;
         // Someone else moved the connections while we waited for the lock.
-        if *s.master.lock().unwrap_or_else(|p| p.into_inner()) != before {
+        if *s.master.locked() != before {
             return true;
         }
         let Ok(Ok(master)) = tokio::time::timeout(Duration::from_secs(5), client.async_get_client()).await else {
@@ -600,13 +605,13 @@ impl Redis {
         let Ok(sub_client) = s.transport.client(sub_info, &self.store) else { return false };
         let Ok(sub) = ConnectionManager::new_lazy_with_config(sub_client, s.sub_config.clone()) else { return false };
         {
-            let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut slot = self.conn.locked();
             if slot.is_none() {
                 return false; // closed meanwhile
             }
             *slot = Some(Conn { link: Link::Single(conn), trips: self.trips.clone() });
         }
-        *s.master.lock().unwrap_or_else(|p| p.into_inner()) = at;
+        *s.master.locked() = at;
         self.hub.replace(sub);
         true
     }
@@ -628,9 +633,9 @@ impl Redis {
     /// the URL that answers. True when it moved (or someone else just did).
     async fn rehome(&self) -> bool {
         let Some(r) = &self.rehome else { return false };
-        let before = r.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let before = r.current.locked().clone();
         let _moving = r.moving.lock().await;
-        if *r.current.lock().unwrap_or_else(|p| p.into_inner()) != before {
+        if *r.current.locked() != before {
             return true;
         }
         let Some(info) = first_answering(&r.nodes, &r.settings, r.connect_timeout, Some(&before), &r.transport).await
@@ -641,7 +646,7 @@ impl Redis {
         let sub_info = info.set_redis_settings(r.settings.clone().set_protocol(ProtocolVersion::RESP3));
         let Ok(client) = r.transport.client(sub_info, &self.store) else { return false };
         let Ok(sub) = ConnectionManager::new_lazy_with_config(client, r.sub_config.clone()) else { return false };
-        *r.current.lock().unwrap_or_else(|p| p.into_inner()) = at;
+        *r.current.locked() = at;
         self.hub.replace(sub);
         true
     }
@@ -1209,7 +1214,7 @@ impl Redis {
 }
 
 #[async_trait]
-impl Backend for Redis {
+impl Store for Redis {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
         Ok(self.acquire_counted(key, req).await?.0)
     }
@@ -1385,16 +1390,25 @@ impl Backend for Redis {
         Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
     }
 
+    #[cfg(feature = "driven-link")]
     async fn driven_link(&self) -> Result<Option<driven::DrivenLink>> {
         Redis::driven_link(self).await
     }
 
-    fn round_trips(&self) -> Option<u64> {
-        Some(self.trips.load(Ordering::Relaxed))
+    #[cfg(feature = "bench")]
+    fn diagnostics(&self) -> Option<&dyn Diagnostics> {
+        Some(self)
     }
 
     async fn close(&self) {
         self.hub.close();
-        self.conn.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.conn.locked().take();
+    }
+}
+
+#[cfg(feature = "bench")]
+impl Diagnostics for Redis {
+    fn round_trips(&self) -> Option<u64> {
+        Some(self.trips.load(Ordering::Relaxed))
     }
 }

@@ -12,11 +12,13 @@ use async_trait::async_trait;
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 
 use super::{decode, driver_error, driver_url, step};
-use crate::backend::stateful::{Op, StateStore};
-use crate::backend::wakes::{PollSub, VersionSource, Wakes};
-use crate::backend::{COMMON_OPTIONS, Key, Subscription};
 use crate::error::{Error, Result};
+use crate::key::Key;
 use crate::state::KeyState;
+use crate::store::Subscription;
+use crate::store::open::COMMON_OPTIONS;
+use crate::store::stateful::{Op, StateStore};
+use crate::store::wakes::{PollSub, VersionSource, Wakes};
 use crate::url::StoreUrl;
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (

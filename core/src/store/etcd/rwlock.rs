@@ -120,7 +120,7 @@ fn plan(v: &View, keys: &RwKeys, req: &Request) -> Result<Plan> {
     }
 }
 
-/// One acquire attempt (see `Backend::acquire`).
+/// One acquire attempt (see `Store::acquire`).
 pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &RwKeys, req: &Request) -> Result<Attempt> {
     let write = req.mode == Mode::Write;
     let key = keys.own(&req.holder, write);

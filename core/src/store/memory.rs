@@ -2,16 +2,18 @@
 //! `memory://NAME` in one process shares the store called NAME (empty name included), so
 //! tests can contend from several clients as they would on a server.
 
+use crate::sync::{LockExt, Registry};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::stateful::{Op, StateStore};
-use super::{Key, Subscription, WatchSub};
+use super::{Subscription, WatchSub};
 use crate::error::{Error, Result};
+use crate::key::Key;
 use crate::state::KeyState;
 use crate::url::StoreUrl;
 
@@ -41,9 +43,9 @@ pub(crate) struct Memory {
 }
 
 /// Stores by name, kept while some client uses them.
-fn registry() -> &'static Mutex<HashMap<String, Weak<Shared>>> {
-    static REG: OnceLock<Mutex<HashMap<String, Weak<Shared>>>> = OnceLock::new();
-    REG.get_or_init(Default::default)
+fn registry() -> &'static Registry<String, Shared> {
+    static REG: OnceLock<Registry<String, Shared>> = OnceLock::new();
+    REG.get_or_init(Registry::default)
 }
 
 /// The clock of every memory store: one epoch for the whole process.
@@ -59,18 +61,8 @@ impl Memory {
                 "memory URLs take a store name, not a path: use memory:// or memory://NAME, not {url}"
             )));
         }
-        url.check_options(super::COMMON_OPTIONS)?;
-        let name = url.hosts().to_owned();
-        let mut reg = registry().lock().unwrap_or_else(|p| p.into_inner());
-        reg.retain(|_, w| w.strong_count() > 0);
-        let shared = match reg.get(&name).and_then(Weak::upgrade) {
-            Some(s) => s,
-            None => {
-                let s = Arc::new(Shared::default());
-                reg.insert(name, Arc::downgrade(&s));
-                s
-            }
-        };
+        url.check_options(super::open::COMMON_OPTIONS)?;
+        let shared = registry().get_or_insert_with(url.hosts().to_owned(), Shared::default);
         Ok(Memory { shared, epoch: epoch() })
     }
 
@@ -79,7 +71,7 @@ impl Memory {
     }
 
     fn with_entry<R>(&self, key: &Key, f: impl FnOnce(&mut Entry) -> R) -> R {
-        let mut keys = self.shared.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys = self.shared.keys.locked();
         f(keys.entry(key.clone()).or_insert_with(Entry::new))
     }
 }

@@ -2,7 +2,7 @@
 //! `suffixName`): every key of one primitive carries the name's `{…}` hash tag, so they
 //! all live in one Redis Cluster slot. docs/redis-layout.md lists them.
 
-use crate::backend::{Family, Key};
+use crate::key::{Family, Key};
 
 /// Redisson's hash tag around `name` (`{`, `}`), or nothing when `name` already has a `{`:
 /// the one rule of `prefixName` and `suffixName`. The parts are joined with `concat` (one

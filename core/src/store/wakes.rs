@@ -2,12 +2,13 @@
 //! version-polling subscription for stores that cannot announce changes to other
 //! processes (SQLite, MySQL).
 
+use crate::sync::{LockExt, Registry};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
 
-use super::Key;
+use crate::key::Key;
 
 /// Wake-ups of one store (by identity: a file path, a server address and database).
 #[derive(Debug, Default)]
@@ -22,19 +23,12 @@ pub(crate) struct Wakes {
 impl Wakes {
     /// The shared wake-ups of the store called `id`.
     pub(crate) fn for_store(id: &str) -> Arc<Wakes> {
-        static REG: OnceLock<Mutex<HashMap<String, Weak<Wakes>>>> = OnceLock::new();
-        let mut reg = REG.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-        reg.retain(|_, w| w.strong_count() > 0);
-        if let Some(w) = reg.get(id).and_then(Weak::upgrade) {
-            return w;
-        }
-        let w = Arc::new(Wakes::default());
-        reg.insert(id.to_owned(), Arc::downgrade(&w));
-        w
+        static REG: OnceLock<Registry<String, Wakes>> = OnceLock::new();
+        REG.get_or_init(Registry::default).get_or_insert_with(id.to_owned(), Wakes::default)
     }
 
     fn sender<R>(&self, key: &Key, f: impl FnOnce(&watch::Sender<u64>) -> R) -> R {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys = self.keys.locked();
         f(keys.entry(key.clone()).or_insert_with(|| watch::Sender::new(0)))
     }
 
@@ -63,9 +57,10 @@ mod poll {
     use tokio::time::{Instant, sleep_until};
 
     use super::Wakes;
-    use crate::backend::{Key, Subscription};
     use crate::engine::backoff::Backoff;
     use crate::error::Result;
+    use crate::key::Key;
+    use crate::store::Subscription;
 
     /// Reads a key's change counter (bumped by every change that may let a waiter in).
     #[async_trait]

@@ -12,8 +12,8 @@ use redis::Cmd;
 use super::keys::{self, SemKeys};
 use super::scripts::SCRIPTS;
 use super::{Redis, bytes_u64, evalsha, items, pairs};
-use crate::backend::{Family, Key};
 use crate::error::Result;
+use crate::key::{Family, Key};
 use crate::state::{Attempt, Hold, HoldMode, KeyState, Mode, Released, Request};
 
 impl Redis {

@@ -27,9 +27,10 @@ mod grpc;
 #[cfg(feature = "etcd-http")]
 mod http;
 
+use crate::sync::{LockExt, Registry};
 use std::any::Any;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -42,11 +43,15 @@ use self::proto::{Compare, Range, Transport, Txn, TxnOp, WatchStream};
 use self::rwlock::{RwBlocker, RwKeys};
 use self::semaphore::{SemBlocker, SemKeys};
 use self::txnlock::TxnKeys;
+#[cfg(feature = "bench")]
+use super::Diagnostics;
+use super::open::COMMON_OPTIONS;
 use super::stateful::{Op, StateStore};
-use super::{Backend, COMMON_OPTIONS, Family, Key, Subscription};
+use super::{Store, Subscription};
 use crate::FencingToken;
 use crate::error::{Error, Result};
 use crate::inspect::{Holder, Inspection};
+use crate::key::{Family, Key};
 use crate::state::{Attempt, KeyState, Released, Request};
 use crate::url::StoreUrl;
 
@@ -96,19 +101,8 @@ struct Turn {
 
 impl Steps {
     fn turn(&self, key: &[u8]) -> Arc<Turn> {
-        type Reg = Mutex<HashMap<(String, Vec<u8>), Weak<Turn>>>;
-        static REG: OnceLock<Reg> = OnceLock::new();
-        let mut reg = REG.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-        let id = (self.store.clone(), key.to_vec());
-        match reg.get(&id).and_then(Weak::upgrade) {
-            Some(m) => m,
-            None => {
-                reg.retain(|_, w| w.strong_count() > 0);
-                let m = Arc::new(Turn::default());
-                reg.insert(id, Arc::downgrade(&m));
-                m
-            }
-        }
+        static REG: OnceLock<Registry<(String, Vec<u8>), Turn>> = OnceLock::new();
+        REG.get_or_init(Registry::default).get_or_insert_with((self.store.clone(), key.to_vec()), Turn::default)
     }
 
     /// Waits for the turn of `key`; the turn lasts as long as the returned guard (which
@@ -261,7 +255,7 @@ impl Etcd {
 }
 
 #[async_trait]
-impl Backend for Etcd {
+impl Store for Etcd {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
         match key.family {
             Family::Lock if self.scheme == Scheme::V3Lock => v3lock::acquire(&*self.t, &self.v3, &key.name, req).await,
@@ -278,7 +272,7 @@ impl Backend for Etcd {
             }
             Family::RwLock => rwlock::acquire(&*self.t, &self.local, &RwKeys::new(&key.name), req).await,
             Family::Semaphore => semaphore::acquire(&*self.t, &self.local, &SemKeys::new(&key.name), req).await,
-            Family::Latch => Backend::acquire(&self.state, key, req).await,
+            Family::Latch => Store::acquire(&self.state, key, req).await,
         }
     }
 
@@ -309,7 +303,7 @@ impl Backend for Etcd {
                 }
                 Ok(false)
             }
-            Family::Latch => Backend::renew(&self.state, key, holder, lease).await,
+            Family::Latch => Store::renew(&self.state, key, holder, lease).await,
         }
     }
 
@@ -343,7 +337,7 @@ impl Backend for Etcd {
                 }
                 Ok(Released::NotHeld)
             }
-            Family::Latch => Backend::release(&self.state, key, holder, count).await,
+            Family::Latch => Store::release(&self.state, key, holder, count).await,
         }
     }
 
@@ -360,7 +354,7 @@ impl Backend for Etcd {
             // Only writers wait with a key.
             Family::RwLock => keyed::leave_queue(&*self.t, &self.local, &RwKeys::new(&key.name).write, holder).await,
             Family::Semaphore => Ok(()),
-            Family::Latch => Backend::leave_queue(&self.state, key, holder).await,
+            Family::Latch => Store::leave_queue(&self.state, key, holder).await,
         }
     }
 
@@ -388,7 +382,7 @@ impl Backend for Etcd {
 
     async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
         match key.family {
-            Family::Lock if self.scheme != Scheme::Queue => Backend::subscribe(self, key).await,
+            Family::Lock if self.scheme != Scheme::Queue => Store::subscribe(self, key).await,
             Family::Lock => Ok(Box::new(LockSub {
                 t: self.t.clone(),
                 keys: LockKeys::new(&key.name),
@@ -418,7 +412,7 @@ impl Backend for Etcd {
                 let holders = keyed::holders(&*self.t, hs.iter().map(|h| (h, "permits"))).await?;
                 Ok(lock_inspection(key, holders, Vec::new(), fence))
             }
-            Family::Latch => Backend::inspect(&self.state, key).await,
+            Family::Latch => Store::inspect(&self.state, key).await,
         }
     }
 
@@ -426,23 +420,37 @@ impl Backend for Etcd {
         if self.scheme == Scheme::V3Lock {
             return Err(v3lock_only(key));
         }
-        Backend::latch_try_set(&self.state, key, count).await
+        Store::latch_try_set(&self.state, key, count).await
     }
 
     async fn latch_count_down(&self, key: &Key) -> Result<u64> {
         if self.scheme == Scheme::V3Lock {
             return Err(v3lock_only(key));
         }
-        Backend::latch_count_down(&self.state, key).await
+        Store::latch_count_down(&self.state, key).await
     }
 
     async fn latch_count(&self, key: &Key) -> Result<u64> {
         if self.scheme == Scheme::V3Lock {
             return Err(v3lock_only(key));
         }
-        Backend::latch_count(&self.state, key).await
+        Store::latch_count(&self.state, key).await
     }
 
+    #[cfg(feature = "bench")]
+    fn diagnostics(&self) -> Option<&dyn Diagnostics> {
+        Some(self)
+    }
+
+    async fn close(&self) {
+        self.local.sessions.close().await;
+        self.t.close().await;
+    }
+}
+
+#[cfg(feature = "bench")]
+#[async_trait]
+impl Diagnostics for Etcd {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         use std::sync::atomic::Ordering::Relaxed;
         vec![
@@ -468,11 +476,6 @@ impl Backend for Etcd {
         let del = Txn { compare: vec![], success: vec![TxnOp::Delete { key }], failure: vec![] };
         self.t.txn(del).await?;
         Ok(vec![("txn", txn_took), ("delete", t1.elapsed())])
-    }
-
-    async fn close(&self) {
-        self.local.sessions.close().await;
-        self.t.close().await;
     }
 }
 
@@ -722,9 +725,9 @@ impl StateStore for EtcdState {
         let turn = self.steps.turn(&state_key(key));
         let (tx, rx) = oneshot::channel();
         let op = Box::new(move |s: &mut KeyState, now: u64| Box::new(f(s, now)) as Box<dyn Any + Send>);
-        turn.pending.lock().unwrap_or_else(|p| p.into_inner()).push(Pending { op, tx });
+        turn.pending.locked().push(Pending { op, tx });
         let guard = turn.step.clone().lock_owned().await;
-        let batch = std::mem::take(&mut *turn.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let batch = std::mem::take(&mut *turn.pending.locked());
         if batch.is_empty() {
             // An earlier turn ran this update with its own.
             drop(guard);

@@ -4,6 +4,7 @@
 //! inside the transaction (so only on commit) and received by one `LISTEN` connection
 //! per client.
 
+use crate::sync::LockExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,12 +12,14 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
 use super::{decode, driver_error, driver_url, step};
-use crate::backend::stateful::{Op, StateStore};
-use crate::backend::wakes::Wakes;
-use crate::backend::{COMMON_OPTIONS, Family, Key, Subscription, WatchSub};
 use crate::error::{Error, Result};
+use crate::key::{Family, Key};
 use crate::rt::{AbortOnDrop, Rt};
 use crate::state::KeyState;
+use crate::store::open::COMMON_OPTIONS;
+use crate::store::stateful::{Op, StateStore};
+use crate::store::wakes::Wakes;
+use crate::store::{Subscription, WatchSub};
 use crate::url::StoreUrl;
 
 const CHANNEL: &str = "baton_state";
@@ -164,7 +167,7 @@ impl StateStore for Postgres {
     }
 
     async fn close(&self) {
-        let listener = self.listener.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let listener = self.listener.locked().take();
         if let Some(mut task) = listener {
             task.0.abort();
             // Wait until the task (and the connection it holds) is really gone.

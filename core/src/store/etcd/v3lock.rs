@@ -11,6 +11,7 @@
 //! timeout) but reports busy when `NAME/` has a key, and waits on its watch like any
 //! waiter; no queue order (not a `FairLock`).
 
+use crate::sync::LockExt;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -40,7 +41,7 @@ pub(crate) struct Holds(Mutex<HashMap<(String, String), Hold>>);
 
 impl Holds {
     fn with<R>(&self, f: impl FnOnce(&mut HashMap<(String, String), Hold>) -> R) -> R {
-        f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()))
+        f(&mut self.0.locked())
     }
 }
 

@@ -1,0 +1,70 @@
+//! The scheme table: which store a URL's scheme opens, and which cargo feature brings it.
+
+use std::sync::Arc;
+
+use super::Store;
+#[cfg(any(feature = "etcd", feature = "etcd-http"))]
+use super::etcd;
+use super::memory;
+#[cfg(feature = "redis")]
+use super::redis;
+#[cfg(feature = "redlock")]
+use super::redlock;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+use super::sql;
+use crate::error::{Error, Result};
+use crate::url::StoreUrl;
+
+/// Every scheme baton knows, with the cargo feature that brings it.
+const KNOWN_SCHEMES: &[(&str, &str)] = &[
+    ("redis", "redis"),
+    ("rediss", "redis"),
+    ("redis+cluster", "redis"),
+    ("redis+sentinel", "redis"),
+    ("rediss+cluster", "redis"),
+    ("rediss+sentinel", "redis"),
+    ("redlock", "redlock"),
+    ("etcd", "etcd"),
+    ("etcds", "etcd"),
+    ("etcd+http", "etcd-http"),
+    ("etcd+https", "etcd-http"),
+    ("postgres", "postgres"),
+    ("postgresql", "postgres"),
+    ("mysql", "mysql"),
+    ("sqlite", "sqlite"),
+];
+
+/// Options every scheme accepts (read by `Client::connect`).
+pub(crate) const COMMON_OPTIONS: &[&str] = &["lease", "renew", "prefix"];
+
+/// Opens the store `url` names.
+pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Store>> {
+    match url.scheme() {
+        "memory" => Ok(Arc::new(memory::Memory::open(url)?)),
+        #[cfg(feature = "sqlite")]
+        "sqlite" => Ok(Arc::new(sql::sqlite::Sqlite::open(url).await?)),
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => Ok(Arc::new(sql::postgres::Postgres::open(url).await?)),
+        #[cfg(feature = "mysql")]
+        "mysql" => Ok(Arc::new(sql::mysql::Mysql::open(url).await?)),
+        #[cfg(feature = "redis")]
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel" | "rediss+sentinel" => {
+            Ok(Arc::new(redis::Redis::open(url).await?))
+        }
+        #[cfg(feature = "redlock")]
+        "redlock" => Ok(Arc::new(redlock::Redlock::open(url).await?)),
+        #[cfg(feature = "etcd")]
+        "etcd" | "etcds" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
+        #[cfg(feature = "etcd-http")]
+        "etcd+http" | "etcd+https" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
+        s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
+            Some((_, feature)) => Err(Error::unsupported(format!(
+                "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"
+            ))),
+            None => Err(Error::invalid_url(format!(
+                "unknown scheme `{s}` in {url}; known: memory, {}",
+                KNOWN_SCHEMES.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+            ))),
+        },
+    }
+}

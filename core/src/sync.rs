@@ -1,0 +1,110 @@
+//! Two small pieces of shared-state machinery every layer uses: a poison-tolerant lock
+//! and a registry of weakly held values shared per key.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// `Mutex::lock` that carries on after a panic elsewhere poisoned the lock.
+///
+/// Every critical section in baton leaves its data consistent at each step (no
+/// multi-step invariants are broken mid-way), so a panic in another thread is no reason
+/// to fail this one, and a panic must never spread across an FFI boundary.
+pub trait LockExt<T: ?Sized> {
+    /// Locks, ignoring poisoning.
+    fn locked(&self) -> MutexGuard<'_, T>;
+}
+
+impl<T: ?Sized> LockExt<T> for Mutex<T> {
+    fn locked(&self) -> MutexGuard<'_, T> {
+        self.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Values shared by every user of one key while any of them lives: the per-name memory
+/// store, per-store wake-ups, per-key gates and turns. Dead entries are swept when the
+/// map has doubled since the last sweep, so an insertion costs O(1) amortised.
+pub(crate) struct Registry<K, V> {
+    inner: Mutex<Entries<K, V>>,
+}
+
+struct Entries<K, V> {
+    map: HashMap<K, Weak<V>>,
+    sweep_at: usize,
+}
+
+impl<K: Eq + Hash, V> Default for Registry<K, V> {
+    fn default() -> Self {
+        Registry { inner: Mutex::new(Entries { map: HashMap::new(), sweep_at: 64 }) }
+    }
+}
+
+impl<K: Eq + Hash, V> Entries<K, V> {
+    fn insert(&mut self, key: K, v: &Arc<V>) {
+        if self.map.len() >= self.sweep_at {
+            self.map.retain(|_, w| w.strong_count() > 0);
+            self.sweep_at = (self.map.len() * 2).max(64);
+        }
+        self.map.insert(key, Arc::downgrade(v));
+    }
+}
+
+#[cfg_attr(not(any(feature = "redis", feature = "etcd", feature = "etcd-http")), allow(dead_code))]
+impl<K: Eq + Hash, V> Registry<K, V> {
+    /// The live value of `key`, or a new one from `make`, registered for later callers.
+    pub(crate) fn get_or_insert_with(&self, key: K, make: impl FnOnce() -> V) -> Arc<V> {
+        let mut e = self.inner.locked();
+        if let Some(v) = e.map.get(&key).and_then(Weak::upgrade) {
+            return v;
+        }
+        let v = Arc::new(make());
+        e.insert(key, &v);
+        v
+    }
+
+    /// Registers `v` as the value of `key`, in place of any earlier one.
+    pub(crate) fn replace(&self, key: K, v: V) -> Arc<V> {
+        let v = Arc::new(v);
+        self.inner.locked().insert(key, &v);
+        v
+    }
+
+    /// The live value of `key`, if any.
+    pub(crate) fn get(&self, key: &K) -> Option<Arc<V>> {
+        self.inner.locked().map.get(key).and_then(Weak::upgrade)
+    }
+
+    /// Every live value.
+    pub(crate) fn live(&self) -> Vec<Arc<V>> {
+        self.inner.locked().map.values().filter_map(Weak::upgrade).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registry_shares_while_alive_and_forgets_after() {
+        let reg: Registry<&str, u32> = Registry::default();
+        let a = reg.get_or_insert_with("k", || 1);
+        let b = reg.get_or_insert_with("k", || 2);
+        assert!(Arc::ptr_eq(&a, &b));
+        drop((a, b));
+        assert!(reg.get(&"k").is_none());
+        assert_eq!(*reg.get_or_insert_with("k", || 3), 3);
+    }
+
+    #[test]
+    fn locked_survives_poisoning() {
+        let m = Arc::new(Mutex::new(5));
+        let m2 = m.clone();
+        let _ = std::thread::spawn(move || {
+            let _g = m2.lock().unwrap();
+            panic!("poison it");
+        })
+        .join();
+        assert!(m.is_poisoned());
+        assert_eq!(*m.locked(), 5);
+    }
+}

@@ -1,8 +1,17 @@
 # shellcheck shell=bash
-# The behaviour suite × every store of this build, the CLI's process tests, doctests
-# (README.md's Rust samples included).
+# The behaviour suite × every store of this build, the CLI's process tests, the kit's and
+# the bindings' pure-Rust tests, doctests (README.md's Rust samples included). The test
+# binaries are built once, then run in groups side by side (scripts/lib/test-groups.sh).
+
+# shellcheck source-path=SCRIPTDIR source=../lib/test-groups.sh
+. "$ROOT/scripts/lib/test-groups.sh"
+
 suite_rust() {
     ensure_toolchain
     local -a ex; mapfile -t ex < <(exclude_args)
-    step "cargo test" 40m cargo test --workspace "${ex[@]}" --all-features --no-fail-fast
+    local list="$ROOT/target/test-binaries.tsv"
+    timed "cargo test --no-run (every test binary, once)" \
+        list_test_binaries "$list" --workspace "${ex[@]}" --all-features
+    timed "test binaries ($(wc -l <"$list") in ${#TEST_GROUPS[@]} parallel groups)" run_test_groups "$list"
+    step "doctests" 20m cargo test --workspace "${ex[@]}" --all-features --doc
 }

@@ -37,8 +37,9 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// Takes the slot's grant, waiting as `wait` says.
 ///
 /// # Cancel safety
-/// Dropping the future never leaves a hold behind: each attempt runs as its own task that
-/// gives back a grant nobody is left to receive, and a queue place is given up on drop.
+/// Dropping the future never leaves a hold behind: an attempt still under way is handed to
+/// the runtime (`Finish`), which gives back a grant nobody is left to receive, and a queue
+/// place is given up on drop.
 pub(crate) async fn acquire(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
     slot.spec.ctx.closed_or(acquire_inner(slot, wait).await)
 }
@@ -118,8 +119,9 @@ fn millis(d: Duration) -> u64 {
 
 /// One store attempt, run in the caller's task and handed to the runtime if the caller
 /// gives up before it ends (`Finish`), so that a grant that arrives after that is
-/// released instead of leaked. (In the caller's task: no thread crossing where the caller
-/// polls on the thread its store connection is driven from; see `DrivenLink`.)
+/// released instead of leaked. Running it in the caller's task spares a thread crossing
+/// per attempt, which matters wherever the caller's own thread drives the store's
+/// connection.
 ///
 /// A re-entry answered while the handle holds nothing (`Slot::strays_possible`) means the
 /// store kept holds of an earlier attempt whose answer was lost with its connection: they

@@ -1,0 +1,81 @@
+# shellcheck shell=bash
+# Runs the workspace's test binaries in groups that run side by side: each group holds the
+# binaries that use one family of servers, so groups never contend on one server, and the
+# binaries of a group run one after another. Test time is mostly waiting on servers and
+# timers, so the groups overlap well even on 2 cores.
+#
+#   list_test_binaries OUT CARGO_ARGS…   build every test binary (cargo test --no-run) and
+#                                        write "manifest_dir<TAB>executable" lines to OUT
+#   run_test_groups LIST                 run them; prints each group's output whole, then
+#                                        one "N passed, N failed" line; non-zero on failure
+#
+# A binary belongs to the first group whose pattern matches its target name.
+TEST_GROUPS=(
+    "redis:redis*|redlock*|lab|baton_lab*"
+    "etcd:etcd*"
+    "rest:*"
+)
+
+list_test_binaries() {
+    local out=$1; shift
+    # One JSON message per artifact; test binaries carry "executable". sed keeps the tool
+    # needs at bash + coreutils (no jq on a fresh machine).
+    timeout --kill-after=30 40m cargo test "$@" --no-run --message-format=json-render-diagnostics \
+        | grep '"executable":"/' \
+        | sed -E 's/.*"manifest_path":"([^"]*)\/Cargo\.toml".*"executable":"([^"]*)".*/\1\t\2/' \
+        | sort -u >"$out"
+    [[ -s $out ]] || die "no test binaries were built"
+}
+
+_group_of() {   # _group_of TARGET_NAME → group name
+    local name=$1 g pats pat
+    for g in "${TEST_GROUPS[@]}"; do
+        pats=${g#*:}
+        local IFS='|'
+        for pat in $pats; do
+            # shellcheck disable=SC2053  # the pattern is meant to glob
+            [[ $name == $pat ]] && { echo "${g%%:*}"; return; }
+        done
+    done
+}
+
+_run_group() {   # _run_group GROUP LIST LOG: the group's binaries, one after another
+    local group=$1 list=$2 logf=$3 dir exe name rc=0
+    while IFS=$'\t' read -r dir exe; do
+        name=$(basename "$exe"); name=${name%-*}
+        [[ $(_group_of "$name") == "$group" ]] || continue
+        local t0=$SECONDS
+        echo "── [$group] $name (${dir#"$ROOT"/})"
+        # As cargo runs them: from the package's folder, with its manifest dir set.
+        if ! (cd "$dir" && CARGO_MANIFEST_DIR=$dir timeout --kill-after=30 20m "$exe" </dev/null); then
+            echo "── [$group] $name FAILED"
+            rc=1
+        fi
+        echo "── [$group] $name done in $(( SECONDS - t0 ))s"
+    done <"$list" >"$logf" 2>&1
+    return $rc
+}
+
+run_test_groups() {
+    local list=$1 g name logd; logd=$(mktemp -d "${TMPDIR:-/tmp}/baton-tests.XXXXXX")
+    local -A pids=()
+    for g in "${TEST_GROUPS[@]}"; do
+        name=${g%%:*}
+        _run_group "$name" "$list" "$logd/$name.log" &
+        pids[$name]=$!
+    done
+    local failed=() t0=$SECONDS
+    for g in "${TEST_GROUPS[@]}"; do
+        name=${g%%:*}
+        wait "${pids[$name]}" || failed+=("$name")
+        log "   group $name finished (at $(( SECONDS - t0 ))s)"
+    done
+    for g in "${TEST_GROUPS[@]}"; do cat "$logd/${g%%:*}.log"; done
+    # Totals over every binary's "test result:" line.
+    local passed=0 nfail=0 p f
+    while read -r p f; do (( passed += p, nfail += f )); done < <(
+        cat "$logd"/*.log | sed -nE 's/^test result: [A-Za-z]+\. ([0-9]+) passed; ([0-9]+) failed.*/\1 \2/p')
+    rm -rf "$logd"
+    echo "rust: $passed passed, $nfail failed"
+    (( ${#failed[@]} == 0 && nfail == 0 )) || { warn "failing groups: ${failed[*]:-none}"; return 1; }
+}

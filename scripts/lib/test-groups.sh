@@ -28,11 +28,11 @@ list_test_binaries() {
 }
 
 _group_of() {   # _group_of TARGET_NAME → group name
-    local name=$1 g pats pat
+    local name=$1 g pat
+    local -a pats
     for g in "${TEST_GROUPS[@]}"; do
-        pats=${g#*:}
-        local IFS='|'
-        for pat in $pats; do
+        IFS='|' read -ra pats <<<"${g#*:}"
+        for pat in "${pats[@]}"; do
             # shellcheck disable=SC2053  # the pattern is meant to glob
             [[ $name == $pat ]] && { echo "${g%%:*}"; return; }
         done

@@ -50,7 +50,8 @@ cd "$PKG"
 tgz=$(npm pack --silent --pack-destination "$TMP" | tail -n 1)
 echo "packed $tgz ($(du -h "$TMP/$tgz" | cut -f1)): $(tar tzf "$TMP/$tgz" | wc -l) files"
 # npm ships a README at the package root whatever `files` says; make sure it is there.
-tar tzf "$TMP/$tgz" | grep -qx 'package/README.md' || { echo "README.md missing from $tgz" >&2; exit 1; }
+# (grep without -q reads the whole listing: an early exit would fail tar under pipefail.)
+tar tzf "$TMP/$tgz" | grep -x 'package/README.md' >/dev/null || { echo "README.md missing from $tgz" >&2; exit 1; }
 mkdir "$TMP/from-tarball"
 (cd "$TMP/from-tarball" && npm init -y >/dev/null && npm install --no-audit --no-fund "$TMP/$tgz")
 smoke "$TMP/from-tarball"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs bindings-node with `npm pack`, installs the tarball into an empty folder, and runs
 # a smoke script there (ESM import, CommonJS require, and the shipped typings through tsc);
-# then does the same with `npm install <folder>`. Run after `npm run build`.
+# then does the same with `npm install <folder>`. Checks that the tarball holds README.md.
+# Run after `npm run build`.
 set -euo pipefail
 
 PKG=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,6 +49,9 @@ TS
 cd "$PKG"
 tgz=$(npm pack --silent --pack-destination "$TMP" | tail -n 1)
 echo "packed $tgz ($(du -h "$TMP/$tgz" | cut -f1)): $(tar tzf "$TMP/$tgz" | wc -l) files"
+# npm ships a README at the package root whatever `files` says; make sure it is there.
+# (grep without -q reads the whole listing: an early exit would fail tar under pipefail.)
+tar tzf "$TMP/$tgz" | grep -x 'package/README.md' >/dev/null || { echo "README.md missing from $tgz" >&2; exit 1; }
 mkdir "$TMP/from-tarball"
 (cd "$TMP/from-tarball" && npm init -y >/dev/null && npm install --no-audit --no-fund "$TMP/$tgz")
 smoke "$TMP/from-tarball"

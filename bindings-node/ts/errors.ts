@@ -1,4 +1,5 @@
-// BatonError: every failure of the package, with `code` naming the kind (API.md).
+// BatonError: every failure of the package, with `code` naming the kind (the same kind
+// names as the core's `ErrorKind` and every other language's binding).
 
 /** The kind of a {@link BatonError}, the same names in every language of baton. */
 export type BatonErrorCode =

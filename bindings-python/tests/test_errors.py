@@ -14,7 +14,7 @@ import pytest
 import baton
 from baton import _baton
 
-# The table of GUIDE B.5: core kind → (class, builtin it must also be).
+# Every core kind → (its class, the builtin exception it must also be, if any).
 MAPPING = {
     "InvalidArgument": (baton.InvalidArgument, ValueError),
     "InvalidUrl": (baton.InvalidUrl, None),

@@ -49,7 +49,6 @@ impl<K: Eq + Hash, V> Entries<K, V> {
     }
 }
 
-#[cfg_attr(not(any(feature = "redis", feature = "etcd", feature = "etcd-http")), allow(dead_code))]
 impl<K: Eq + Hash, V> Registry<K, V> {
     /// The live value of `key`, or a new one from `make`, registered for later callers.
     pub(crate) fn get_or_insert_with(&self, key: K, make: impl FnOnce() -> V) -> Arc<V> {
@@ -63,6 +62,7 @@ impl<K: Eq + Hash, V> Registry<K, V> {
     }
 
     /// Registers `v` as the value of `key`, in place of any earlier one.
+    #[cfg_attr(not(feature = "redlock"), allow(dead_code))] // used by redlock:// only
     pub(crate) fn replace(&self, key: K, v: V) -> Arc<V> {
         let v = Arc::new(v);
         self.inner.locked().insert(key, &v);
@@ -70,11 +70,13 @@ impl<K: Eq + Hash, V> Registry<K, V> {
     }
 
     /// The live value of `key`, if any.
+    #[cfg_attr(not(feature = "redlock"), allow(dead_code))] // used by redlock:// only
     pub(crate) fn get(&self, key: &K) -> Option<Arc<V>> {
         self.inner.locked().map.get(key).and_then(Weak::upgrade)
     }
 
     /// Every live value.
+    #[cfg_attr(not(feature = "redlock"), allow(dead_code))] // used by redlock:// only
     pub(crate) fn live(&self) -> Vec<Arc<V>> {
         self.inner.locked().map.values().filter_map(Weak::upgrade).collect()
     }

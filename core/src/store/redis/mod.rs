@@ -122,6 +122,7 @@ impl Redis {
     }
 
     /// One PING on the command connection (Redlock's fan-out yardstick).
+    #[cfg_attr(not(all(feature = "redlock", feature = "bench")), allow(dead_code))]
     pub(crate) async fn ping(&self) -> Result<()> {
         self.conn.ping().await
     }
@@ -151,8 +152,7 @@ impl Store for Redis {
         self.conn.renew(self.renew_call(key, holder, lease)?).await
     }
 
-    /// One pipeline per batch: a round trip for up to `renewer::BATCH` leases (on a
-    /// cluster, one per hash slot).
+    /// One pipeline (one round trip) per batch of `renewer::BATCH` leases, per slot.
     async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
         let mut cmds = Vec::with_capacity(items.len());
         for (key, holder) in items {

@@ -116,7 +116,7 @@ impl Dial {
 enum Topo {
     Single,
     Cluster(cluster::Rehome),
-    Sentinel(sentinel::Sentinel),
+    Sentinel(Box<sentinel::Sentinel>),
 }
 
 /// The connections of one store and the command path over them.
@@ -263,6 +263,7 @@ impl Conn {
     }
 
     /// One PING on the command connection (Redlock's fan-out yardstick).
+    #[cfg_attr(not(all(feature = "redlock", feature = "bench")), allow(dead_code))]
     pub(crate) async fn ping(&self) -> Result<()> {
         redis::cmd("PING").query_async::<String>(&mut self.counted()?).await.map(drop).map_err(|e| self.err(e))
     }

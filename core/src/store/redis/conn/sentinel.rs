@@ -44,7 +44,7 @@ pub(super) async fn connect(
     let at = info.addr().to_string();
     let c = ConnectionManager::new_with_config(found, dial.config.clone()).await.map_err(|e| dial.cannot(e))?;
     let s = Sentinel { client: tokio::sync::Mutex::new(client), master: Mutex::new(at) };
-    Ok((Link::Single(c), info, Topo::Sentinel(s)))
+    Ok((Link::Single(c), info, Topo::Sentinel(Box::new(s))))
 }
 
 /// The client asking `sentinels` for the master `master` (database `cfg.db`).

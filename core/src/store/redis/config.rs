@@ -23,7 +23,7 @@ const DEFAULT_PORT: u16 = 6379;
 pub(crate) enum Topology {
     /// `redis://host:port`: one server.
     Single { host: String, port: u16 },
-    /// `redis+cluster://h1,h2,…`: the seed nodes of a Redis Cluster.
+    /// `redis+cluster://h1,h2,…`: the nodes of a Redis Cluster to start from.
     Cluster { nodes: Vec<(String, u16)> },
     /// `redis+sentinel://s1,s2/master`: the sentinels, the master's name, and the
     /// sentinels' own login (`?sentinel_user=`, `?sentinel_password=`).

@@ -2,6 +2,7 @@
 //! `suffixName`): every key of one primitive carries the name's `{…}` hash tag, so they
 //! all live in one Redis Cluster slot. docs/redis-layout.md lists them.
 
+use crate::error::{Error, Result};
 use crate::key::{Family, Key};
 
 /// Redisson's hash tag around `name` (`{`, `}`), or nothing when `name` already has a `{`:
@@ -39,104 +40,6 @@ pub(super) fn token_counter(name: &str) -> String {
 /// Redisson never reads.
 pub(super) fn meta(name: &str) -> String {
     suffix_name(name, "baton")
-}
-
-/// The keys and channel of `RLock` / `RFairLock` / `RFencedLock`.
-pub(super) struct LockKeys {
-    pub(super) hash: String,
-    pub(super) queue: String,
-    pub(super) timeouts: String,
-    pub(super) counter: String,
-    pub(super) meta: String,
-    /// `redisson_lock__channel:{N}`; a fair waiter listens on `…:{N}:<holder>`.
-    pub(super) channel: String,
-}
-
-impl LockKeys {
-    pub(super) fn new(name: &str) -> LockKeys {
-        LockKeys {
-            hash: name.to_owned(),
-            queue: prefix_name("redisson_lock_queue", name),
-            timeouts: prefix_name("redisson_lock_timeout", name),
-            counter: token_counter(name),
-            meta: meta(name),
-            channel: prefix_name("redisson_lock__channel", name),
-        }
-    }
-}
-
-/// The keys and channel of the simple lock (`?scheme=simple`): the name itself is the
-/// plain string key redis-py's `Lock`, redsync and node-redlock use; the counter and the
-/// side hash carry the name's hash tag (`{N}`), so they share its Cluster slot.
-pub(super) struct SimpleKeys {
-    pub(super) key: String,
-    pub(super) counter: String,
-    pub(super) meta: String,
-    /// `baton_lock__channel:{N}`: baton's releases publish `0` here (the simple clients
-    /// publish nothing; their releases are seen by the waiters' re-checks).
-    pub(super) channel: String,
-}
-
-impl SimpleKeys {
-    pub(super) fn new(name: &str) -> SimpleKeys {
-        SimpleKeys {
-            key: name.to_owned(),
-            counter: token_counter(name),
-            meta: meta(name),
-            channel: simple_channel(name),
-        }
-    }
-}
-
-/// The channel of a simple lock's waiters.
-pub(super) fn simple_channel(name: &str) -> String {
-    prefix_name("baton_lock__channel", name)
-}
-
-/// The keys and channel of `RReadWriteLock`, plus baton's waiting-writer queue.
-pub(super) struct RwKeys {
-    pub(super) hash: String,
-    pub(super) queue: String,
-    pub(super) timeouts: String,
-    pub(super) counter: String,
-    pub(super) meta: String,
-    pub(super) base: String,
-    pub(super) channel: String,
-}
-
-impl RwKeys {
-    pub(super) fn new(name: &str) -> RwKeys {
-        RwKeys {
-            hash: name.to_owned(),
-            queue: prefix_name("baton_rwlock_queue", name),
-            timeouts: prefix_name("baton_rwlock_timeout", name),
-            counter: token_counter(name),
-            meta: meta(name),
-            base: suffix_base(name),
-            channel: prefix_name("redisson_rwlock", name),
-        }
-    }
-}
-
-/// The keys and channel of `RPermitExpirableSemaphore` (and `RSemaphore`'s counter).
-pub(super) struct SemKeys {
-    pub(super) count: String,
-    pub(super) permits: String,
-    pub(super) counter: String,
-    pub(super) meta: String,
-    pub(super) channel: String,
-}
-
-impl SemKeys {
-    pub(super) fn new(name: &str) -> SemKeys {
-        SemKeys {
-            count: name.to_owned(),
-            permits: suffix_name(name, "timeout"),
-            counter: token_counter(name),
-            meta: meta(name),
-            channel: prefix_name("redisson_sc", name),
-        }
-    }
 }
 
 /// `RCountDownLatch`'s channel: literal braces around the raw name, no colon.
@@ -238,10 +141,23 @@ pub(super) fn slot(key: &[u8]) -> u16 {
     crc % 16384
 }
 
+/// Refuses, for a cluster, `key` whose Redis name `name` would put its keys in several
+/// slots (a `{` or `}` without a non-empty `{tag}`), before any script runs into
+/// `CROSSSLOT`.
+pub(super) fn check_cluster_safe(key: &Key, name: &str) -> Result<()> {
+    if cluster_safe(name) {
+        return Ok(());
+    }
+    Err(Error::invalid_argument(format!(
+        "{key} cannot be used on Redis Cluster: a name with `{{` or `}}` needs a non-empty `{{tag}}` so that all its \
+         keys share one hash slot"
+    )))
+}
+
 /// Whether every key of the primitive named `name` (its Redis name) shares one slot:
 /// true without braces (the others carry `{name}`), or with a non-empty `{tag}` (which all
 /// of them keep).
-pub(super) fn cluster_safe(name: &str) -> bool {
+fn cluster_safe(name: &str) -> bool {
     let b = name.as_bytes();
     match b.iter().position(|c| *c == b'{') {
         None => !b.contains(&b'}'),
@@ -252,6 +168,8 @@ pub(super) fn cluster_safe(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::redis::layout::lock::LockKeys;
+    use crate::store::redis::layout::semaphore::SemKeys;
 
     #[test]
     fn redisson_naming() {

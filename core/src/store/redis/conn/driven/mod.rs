@@ -13,12 +13,14 @@
 //! requests with a connection error and is never used again: later calls take the
 //! multiplexed connection, which reconnects.
 
+mod resp;
+
 use crate::sync::LockExt;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,21 +28,65 @@ use redis::{Cmd, RedisError, RedisResult, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 
+use self::resp::{frame_len, parse};
 use crate::error::{Error, Result};
+use crate::store::redis::config::{RedisConfig, Topology};
 
 /// The connection name of every driven link (`CLIENT SETNAME`).
-pub(super) const NAME: &str = "baton-driven";
+const NAME: &str = "baton-driven";
+
+/// The next store id: a link serves the store whose id it carries.
+static NEXT_STORE: AtomicU64 = AtomicU64::new(1);
 
 /// What a plain `redis://` server link needs to log in (kept by the store; never printed).
 #[derive(Clone)]
-pub(super) struct Direct {
-    pub(super) host: String,
-    pub(super) port: u16,
-    pub(super) user: Option<String>,
-    pub(super) password: Option<String>,
-    pub(super) db: i64,
-    pub(super) connect_timeout: Duration,
-    pub(super) timeout: Duration,
+struct Direct {
+    host: String,
+    port: u16,
+    user: Option<String>,
+    password: Option<String>,
+    db: i64,
+    connect_timeout: Duration,
+    timeout: Duration,
+}
+
+/// A store's side of its driven links: its id (which the links installed on a thread are
+/// looked up by) and, on a plain `redis://` server, how to open one.
+pub(super) struct Home {
+    id: u64,
+    direct: Option<Direct>,
+}
+
+impl Home {
+    /// `lazy` (a `redlock://` node), TLS, a cluster and sentinels get no link.
+    pub(super) fn new(cfg: &RedisConfig, lazy: bool) -> Home {
+        let direct = match &cfg.topology {
+            Topology::Single { host, port } if !cfg.tls && !lazy => Some(Direct {
+                host: host.clone(),
+                port: *port,
+                user: cfg.user.clone(),
+                password: cfg.password.clone(),
+                db: cfg.db,
+                connect_timeout: cfg.connect_timeout,
+                timeout: cfg.timeout,
+            }),
+            _ => None,
+        };
+        Home { id: NEXT_STORE.fetch_add(1, Ordering::Relaxed), direct }
+    }
+
+    /// The live link installed on this thread for this store.
+    pub(super) fn here(&self) -> Option<DrivenLink> {
+        HERE.with(|h| h.borrow().iter().find(|l| l.0.store == self.id && l.is_alive()).cloned())
+    }
+
+    /// A new link to the plain server (None elsewhere, and off unix).
+    pub(super) async fn open(&self, store: &str) -> Result<Option<DrivenLink>> {
+        match &self.direct {
+            Some(d) if cfg!(unix) => DrivenLink::open(d, self.id, store).await.map(Some),
+            _ => Ok(None),
+        }
+    }
 }
 
 /// A Redis connection whose socket the caller watches: call [`on_readable`] when the
@@ -53,8 +99,8 @@ pub(super) struct Direct {
 pub struct DrivenLink(Arc<Shared>);
 
 struct Shared {
-    /// The store's request counter: identifies the store this link serves, and counts.
-    trips: Arc<AtomicU64>,
+    /// The id of the store this link serves (`Home::id`).
+    store: u64,
     timeout: Duration,
     db: i64,
     fd: i32,
@@ -114,11 +160,6 @@ fn dropped(why: &str) -> RedisError {
 thread_local! {
     /// The links installed on this thread (one per client, usually none or one).
     static HERE: RefCell<Vec<DrivenLink>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The live link installed on this thread for the store counting on `trips`.
-pub(super) fn here(trips: &Arc<AtomicU64>) -> Option<DrivenLink> {
-    HERE.with(|h| h.borrow().iter().find(|l| Arc::ptr_eq(&l.0.trips, trips) && l.is_alive()).cloned())
 }
 
 impl Io {
@@ -194,53 +235,9 @@ impl Io {
     }
 }
 
-/// The value of one whole answer; an integer (the lock scripts' usual answer) without the
-/// general parser.
-fn parse(frame: &[u8]) -> std::result::Result<Value, String> {
-    if let [b':', digits @ .., b'\r', b'\n'] = frame
-        && let Some(n) = std::str::from_utf8(digits).ok().and_then(|s| s.parse().ok())
-    {
-        return Ok(Value::Int(n));
-    }
-    redis::parse_redis_value(frame).map_err(|e| e.to_string())
-}
-
-/// The length of the RESP answer at the start of `b`: `None` while it is incomplete.
-fn frame_len(b: &[u8]) -> std::result::Result<Option<usize>, String> {
-    let Some(first) = b.first() else { return Ok(None) };
-    let Some(cr) = b.windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
-    let head = cr + 2;
-    let n = || -> std::result::Result<i64, String> {
-        std::str::from_utf8(&b[1..cr]).ok().and_then(|s| s.parse().ok()).ok_or_else(|| "a bad length".to_owned())
-    };
-    match first {
-        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Ok(Some(head)),
-        b'$' | b'!' | b'=' => match usize::try_from(n()?) {
-            Err(_) => Ok(Some(head)), // `$-1`: nil
-            Ok(len) => {
-                let end = head + len + 2;
-                Ok((b.len() >= end).then_some(end))
-            }
-        },
-        b'*' | b'~' | b'>' | b'%' | b'|' => {
-            let Ok(items) = usize::try_from(n()?) else { return Ok(Some(head)) };
-            let items = if matches!(first, b'%' | b'|') { items * 2 } else { items };
-            let mut at = head;
-            for _ in 0..items {
-                match frame_len(&b[at..])? {
-                    Some(len) => at += len,
-                    None => return Ok(None),
-                }
-            }
-            Ok(Some(at))
-        }
-        other => Err(format!("an answer of unknown type {:?}", *other as char)),
-    }
-}
-
 impl DrivenLink {
     /// Connects and logs in (on the runtime: the connect must not block the caller's loop).
-    pub(super) async fn open(d: &Direct, trips: Arc<AtomicU64>, store: &str) -> Result<DrivenLink> {
+    async fn open(d: &Direct, id: u64, store: &str) -> Result<DrivenLink> {
         let cannot = |e: String| Error::connection(format!("cannot connect to {store}: {e}"));
         let connect = tokio::net::TcpStream::connect((d.host.as_str(), d.port));
         let mut sock = tokio::time::timeout(d.connect_timeout, connect)
@@ -300,7 +297,7 @@ impl DrivenLink {
         #[cfg(not(unix))]
         let fd = -1;
         Ok(DrivenLink(Arc::new(Shared {
-            trips,
+            store: id,
             timeout: d.timeout,
             db: d.db,
             fd,
@@ -459,38 +456,5 @@ impl DrivenLink {
         }
         self.enqueue(|out| out.extend_from_slice(&pipe.get_packed_pipeline()), w)?;
         self.answer(rx).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use redis::Value;
-
-    use super::{frame_len, parse};
-
-    #[test]
-    fn frames_are_measured_whole_or_not_at_all() {
-        assert_eq!(frame_len(b"+OK\r\n"), Ok(Some(5)));
-        assert_eq!(frame_len(b"+OK\r"), Ok(None));
-        assert_eq!(frame_len(b"$-1\r\n"), Ok(Some(5)));
-        assert_eq!(frame_len(b"$3\r\nabc\r\n:1\r\n"), Ok(Some(9)));
-        assert_eq!(frame_len(b"$3\r\nab"), Ok(None));
-        assert_eq!(frame_len(b"*2\r\n:1\r\n$1\r\nx\r\n"), Ok(Some(15)));
-        assert_eq!(frame_len(b"*2\r\n:1\r\n$1\r\n"), Ok(None));
-        assert_eq!(frame_len(b"*-1\r\n"), Ok(Some(5)));
-        assert!(frame_len(b"?x\r\n").is_err());
-        assert!(frame_len(b"$x\r\n").is_err());
-    }
-
-    #[test]
-    fn integers_parse_directly_and_the_rest_as_before() {
-        assert_eq!(parse(b":42\r\n"), Ok(Value::Int(42)));
-        assert_eq!(parse(b":-7\r\n"), Ok(Value::Int(-7)));
-        assert_eq!(
-            parse(b"*2\r\n:1\r\n$1\r\nx\r\n"),
-            Ok(Value::Array(vec![Value::Int(1), Value::BulkString(b"x".to_vec())]))
-        );
-        assert_eq!(parse(b"$-1\r\n"), Ok(Value::Nil));
-        assert!(parse(b":x\r\n").is_err());
     }
 }

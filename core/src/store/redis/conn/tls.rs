@@ -7,7 +7,6 @@
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, TlsCertificates};
 
 use crate::error::{Error, Result};
-use crate::url::StoreUrl;
 
 #[derive(Clone)]
 pub(super) struct Transport {
@@ -17,14 +16,13 @@ pub(super) struct Transport {
 }
 
 impl Transport {
-    /// `tls` from the scheme; `?ca=` read and checked here (a TLS scheme only).
-    pub(super) fn parse(url: &StoreUrl, tls: bool) -> Result<Transport> {
-        let ca = url.ca_pem(tls, "rediss://, rediss+cluster:// or rediss+sentinel://")?;
+    /// `tls` from the scheme, `ca` from `?ca=` (read and checked by the config).
+    pub(super) fn new(tls: bool, ca: Option<Vec<u8>>) -> Transport {
         if tls {
             // Once per process, unless the application installed a provider of its own.
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
-        Ok(Transport { tls, ca })
+        Transport { tls, ca }
     }
 
     /// The address of `host:port` over this transport (the roots are set per client).

@@ -1,0 +1,131 @@
+//! The data layouts, one file each, as Redisson cuts its objects: each holds its keys, its
+//! scripts (the `.lua` files of `../lua/`, run by SHA) and the decoding of their replies.
+//! Every state change of a primitive is one script, run atomically by the server on its
+//! clock (`TIME`), except where `?clock=client` passes the caller's (`Clock`). Which
+//! layout serves locks and semaphores is chosen once, at open (`LockLayout`, `SemLayout`).
+
+/// A script: its `.lua` parts joined, each after a newline (the layout of the script text
+/// is part of its SHA, which must not change between versions).
+macro_rules! lua {
+    ($($part:literal),+) => {
+        $crate::store::redis::layout::Lua::new(concat!($("\n", include_str!(concat!("../lua/", $part, ".lua"))),+))
+    };
+}
+
+pub(super) mod fair;
+pub(super) mod fence;
+pub(super) mod latch;
+pub(super) mod lock;
+pub(super) mod rsemaphore;
+pub(super) mod rwlock;
+pub(super) mod semaphore;
+pub(super) mod simple;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use super::config::SemLayout;
+use super::keys;
+
+/// One script: its source (for `SCRIPT LOAD` and `EVAL`) and its SHA (for `EVALSHA`).
+pub(crate) struct Lua {
+    pub(crate) code: &'static str,
+    sha: OnceLock<String>,
+}
+
+impl Lua {
+    pub(crate) const fn new(code: &'static str) -> Lua {
+        Lua { code, sha: OnceLock::new() }
+    }
+
+    pub(crate) fn sha(&self) -> &str {
+        self.sha.get_or_init(|| redis::Script::new(self.code).get_hash().to_owned())
+    }
+}
+
+/// Every script, for loading them all at once.
+pub(crate) static ALL: [&Lua; 25] = [
+    &lock::ACQUIRE,
+    &lock::RELEASE,
+    &lock::RENEW,
+    &fair::LEAVE,
+    &lock::INSPECT,
+    &rwlock::ACQUIRE,
+    &rwlock::RELEASE,
+    &rwlock::RENEW,
+    &rwlock::LEAVE,
+    &rwlock::INSPECT,
+    &semaphore::ACQUIRE,
+    &semaphore::RELEASE,
+    &semaphore::RENEW,
+    &semaphore::INSPECT,
+    &latch::SET,
+    &latch::DOWN,
+    &simple::ACQUIRE,
+    &simple::RELEASE,
+    &simple::RENEW,
+    &simple::INSPECT,
+    &rsemaphore::ACQUIRE,
+    &rsemaphore::RELEASE,
+    &rsemaphore::RENEW,
+    &rsemaphore::INSPECT,
+    &fence::RAISE,
+];
+
+impl SemLayout {
+    /// The layout `holder`'s permits live in: a permit id (`PermitSemaphore`) keeps the
+    /// leased layout under either option.
+    pub(super) fn of(self, holder: &str) -> SemLayout {
+        if keys::is_permit_id(holder) { SemLayout::Leased } else { self }
+    }
+}
+
+/// A lease or ttl argument in ms.
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The count argument of the release scripts (0: every hold).
+fn count_arg(count: u32) -> String {
+    if count == u32::MAX { 0 } else { count }.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The scripts' SHA1s: a changed byte of any script changes its SHA, which the
+    /// servers' script caches and other clients' `EVALSHA` see.
+    #[test]
+    fn script_text_is_unchanged() {
+        let shas: Vec<&str> = super::ALL.iter().map(|l| l.sha()).collect();
+        assert_eq!(
+            shas,
+            [
+                "663a31a807853bfe0890117654e7a38aef8f7e20",
+                "b30e0eaff6f58644244b7067b5a31cda786ebce8",
+                "d52415c1dcd502b6d6c676b5d77670e7b45c4022",
+                "f18642070a96f559fb56de82446324803e1b256a",
+                "1cd49826cb29a475e6d224a8a96dd44c3725d322",
+                "b18291c50252273188f6dc5d7036b6dccc92951c",
+                "ffad01d4e4835a512fd652eaf45f4f85251920fa",
+                "042a7c8897993d01d29a79c2bc5eec96f0733bf2",
+                "7ec6f1ef9137e6a922406d9dde086703142a5121",
+                "b392e1e709adbd69b4b4ce0cba50ae427236b1cf",
+                "7726fd837e611af92708d4c396dfac0fea8b86b0",
+                "3324bf912ebf0c88df84f2359d015a2eee33cd15",
+                "c9c2219128ef4bf91bc421b00bb43e129de21f9e",
+                "43b14ccc6334cd2040f5dcc6c8cff8155d5a623c",
+                "fbf96d9fb86ebd70414e99c745ac7ba82e57cfd2",
+                "dc173faa40d3be32d9a594893cc549dd2773045e",
+                "bacbd17abdaceb741e52aea875236ff070f09e59",
+                "4cab468e8829a886f572b608e591fefcb672fa82",
+                "afd42ba149ae6d874ddf984099a9fdc0e653e737",
+                "a3844628f6ad395fc6fe2cfe1f0f83e1ab5f6526",
+                "d398764573d0b14e159a8006534a6f4dda19087b",
+                "a8b4fba6b80caa36b8863175ee6c84ca5e4f6b87",
+                "7cfdd85da540165a6886aba61f5671a3e45bb527",
+                "88f9acb206dbb3d2017e3bb069afbc0e30ecae37",
+                "ab2990b9ec63ef135dedc2f1ac6cf6a4c2e0c4c3",
+            ]
+        );
+    }
+}

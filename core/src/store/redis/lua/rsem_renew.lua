@@ -1,0 +1,1 @@
+return redis.call('HEXISTS', KEYS[1], 'p:' .. ARGV[1])

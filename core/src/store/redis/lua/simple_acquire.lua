@@ -1,0 +1,26 @@
+local holder, lease = ARGV[1], tonumber(ARGV[2])
+local v = redis.call('GET', KEYS[1])
+if v == holder then
+  local p = redis.call('PTTL', KEYS[1])
+  if p >= 0 and p < lease then
+    redis.call('PEXPIRE', KEYS[1], lease)
+    p = lease
+  end
+  if not redis.call('HGET', KEYS[3], 'c:' .. holder) then redis.call('HSET', KEYS[3], 'c:' .. holder, 1) end
+  local c = redis.call('HINCRBY', KEYS[3], 'c:' .. holder, 1)
+  if p > 0 then redis.call('PEXPIRE', KEYS[3], p) end
+  local t = redis.call('HGET', KEYS[3], 't:' .. holder) or redis.call('GET', KEYS[2]) or 0
+  return {1, tonumber(t), c, 0}
+end
+if v then
+  local p = redis.call('PTTL', KEYS[1])
+  if p < 0 then p = -1 end
+  return {0, p, tonumber(redis.call('GET', KEYS[2])) or 0}
+end
+-- This holder's two fields are overwritten (a record left by an expired hold of the same
+-- holder must not count); other holders' stale fields are never read and go with the hash.
+local t = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], holder, 'PX', lease)
+redis.call('HSET', KEYS[3], 't:' .. holder, t, 'c:' .. holder, 1)
+redis.call('PEXPIRE', KEYS[3], lease)
+return t

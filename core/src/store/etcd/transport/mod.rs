@@ -2,6 +2,8 @@
 //! gRPC through `etcd-client` (`grpc`, feature `etcd`) and the JSON gateway over `reqwest`
 //! (`http`, feature `etcd-http`), sharing one endpoint failover.
 
+#[cfg(feature = "etcd-http")]
+mod gateway;
 mod proto;
 
 #[cfg(feature = "etcd")]

@@ -287,6 +287,7 @@ fn v3lock_only(key: &Key) -> Error {
 fn lease_ms(lease: Duration) -> u64 {
     u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)
 }
+
 /// Where a RwLock or semaphore holder's key may be, likeliest first: a writer's id ends in
 /// `:write` (as `crate::state::read_holder_of` pairs them), but an owner given by the caller
 /// may too, so a RwLock holder not found there is looked for on the other side.

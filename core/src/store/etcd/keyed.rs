@@ -19,8 +19,8 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::lock::{Local, Value, encode, secs};
-use super::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, WatchStream};
 use super::session::Session;
+use super::transport::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, WatchStream};
 use crate::FencingToken;
 use crate::error::{Error, Result};
 use crate::inspect::Holder;
@@ -432,7 +432,7 @@ impl<B: Blocker> Subscription for WaitSub<B> {
     async fn changed(&mut self, until: Instant) -> Result<()> {
         if self.wait(until).await.is_err() {
             self.watch = None;
-            super::pause(until).await;
+            super::watch::pause(until).await;
         }
         Ok(())
     }

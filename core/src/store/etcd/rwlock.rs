@@ -10,7 +10,7 @@ use async_trait::async_trait;
 
 use super::keyed::{self, Blocker, Held, RACES, key_of, raced};
 use super::lock::Local;
-use super::proto::{Compare, Transport};
+use super::transport::{Compare, Transport};
 use crate::error::{Error, Result};
 use crate::inspect::Holder;
 use crate::state::{Attempt, Mode, Request, read_holder_of};

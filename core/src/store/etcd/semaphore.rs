@@ -16,7 +16,7 @@ use async_trait::async_trait;
 
 use super::keyed::{self, Blocker, Held, RACES, key_of, raced};
 use super::lock::Local;
-use super::proto::{Compare, Range, Transport};
+use super::transport::{Compare, Range, Transport};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Request};
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::proto::Transport;
+use super::transport::Transport;
 use crate::error::Result;
 use crate::rt::AbortOnDrop;
 

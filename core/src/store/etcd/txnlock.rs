@@ -1,12 +1,12 @@
-//! `?scheme=txn`: the one-shot try-lock of the seeds (and of many Go services): the bare
+//! `?scheme=txn`: the one-shot try-lock of many Go services: the bare
 //! key `NAME`, created under a lease by a txn guarded on `create_revision(NAME) == 0`
 //! (`Else Get(NAME)`: who holds it). No queue: every waiter watches the key and retries
 //! when it is deleted (a herd, and no order: a `FairLock` is not fair here). The token is
-//! the key's create revision; the value is baton's `{"holder","count","ttl"}` (the seed's
-//! Go client writes its own value, shown as a foreign holder).
+//! the key's create revision; the value is baton's `{"holder","count","ttl"}` (a Go
+//! client writes its own value, shown as a foreign holder).
 
 use super::lock::{Value, encode, secs};
-use super::proto::{Compare, Kv, Range, Transport, Txn, TxnOp};
+use super::transport::{Compare, Kv, Range, Transport, Txn, TxnOp};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Released, Request};
 
@@ -65,7 +65,7 @@ pub(crate) async fn acquire(t: &dyn Transport, keys: &TxnKeys, req: &Request) ->
         let ttl = secs(req.lease_ms);
         let lease = t.lease_grant(ttl).await?;
         let v = Value { holder: req.holder.clone(), count: 1, ttl, token: None };
-        // The seed's txn: If(CreateRevision(key) == 0).Then(Put(key, lease)).Else(Get(key)).
+        // The try-lock's txn: If(CreateRevision(key) == 0).Then(Put(key, lease)).Else(Get(key)).
         let txn = Txn {
             compare: vec![Compare::create(&keys.key, 0)],
             success: vec![TxnOp::Put { key: keys.key.clone(), value: encode(&v), lease: Some(lease) }],

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::lock::secs;
-use super::proto::{Compare, Range, Transport, Txn, TxnOp};
+use super::transport::{Compare, Range, Transport, Txn, TxnOp};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Released, Request};
 

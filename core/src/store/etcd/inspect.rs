@@ -1,0 +1,78 @@
+//! `inspect` of each layout, read from its keys.
+
+use super::lock::{self, LockKeys};
+use super::rwlock::{self, RwKeys};
+use super::semaphore::SemKeys;
+use super::transport::Transport;
+use super::txnlock::{self, TxnKeys};
+use super::{keyed, v3lock};
+use crate::FencingToken;
+use crate::error::Result;
+use crate::inspect::{Holder, Inspection};
+use crate::key::Key;
+
+/// `?scheme=txn`'s lock: its one key.
+pub(crate) async fn txn_lock(t: &dyn Transport, key: &Key) -> Result<Inspection> {
+    let (holder, fence) = txnlock::read(t, &TxnKeys::new(&key.name)).await?;
+    let holders: Vec<Holder> = holder
+        .map(|(owner, count, token)| Holder {
+            owner,
+            mode: "exclusive",
+            count,
+            token: FencingToken::new(token),
+            lease_left: None,
+        })
+        .into_iter()
+        .collect();
+    Ok(lock_inspection(key, holders, Vec::new(), fence))
+}
+
+/// The lock queue (also what etcd's lock service writes): the head holds.
+pub(crate) async fn queue_lock(t: &dyn Transport, v3: &v3lock::Holds, key: &Key) -> Result<Inspection> {
+    let (es, fence) = lock::read(t, &LockKeys::new(&key.name)).await?;
+    // The lowest key holds, as for etcd's own clients: a waiter granted on the watch
+    // event (the hand-off) is the holder while its key still says "waiting".
+    let head = es.first();
+    // The lock service writes no holder: this process's own holds are known here.
+    let own = |e: &lock::Entry| v3.describe(&e.kv.key);
+    let holders: Vec<Holder> = head
+        .map(|e| Holder {
+            owner: own(e).map_or_else(|| e.owner(), |(h, _)| h),
+            mode: "exclusive",
+            count: own(e).map_or_else(|| e.count().max(1), |(_, n)| n),
+            token: FencingToken::new(u64::try_from(e.kv.create_revision).unwrap_or(0)),
+            // etcd reports whole seconds: the engine's own deadline is more precise.
+            lease_left: None,
+        })
+        .into_iter()
+        .collect();
+    let waiters = es.iter().skip(holders.len()).map(|e| e.owner()).collect();
+    Ok(lock_inspection(key, holders, waiters, fence))
+}
+
+pub(crate) async fn rwlock(t: &dyn Transport, key: &Key) -> Result<Inspection> {
+    let v = rwlock::view(t, &RwKeys::new(&key.name)).await?;
+    let (holders, waiters) = rwlock::describe(t, &v).await?;
+    Ok(lock_inspection(key, holders, waiters, v.fence))
+}
+
+pub(crate) async fn semaphore(t: &dyn Transport, key: &Key) -> Result<Inspection> {
+    let keys = SemKeys::new(&key.name);
+    let (mut all, fence, _) = keyed::read(t, &[&keys.permits], &keys.fence).await?;
+    let hs = all.pop().unwrap_or_default();
+    let holders = keyed::holders(t, hs.iter().map(|h| (h, "permits"))).await?;
+    Ok(lock_inspection(key, holders, Vec::new(), fence))
+}
+
+/// An inspection from keys: the last token is the largest of the holders' and the recorded one.
+fn lock_inspection(key: &Key, holders: Vec<Holder>, waiters: Vec<String>, fence: u64) -> Inspection {
+    let last = holders.iter().map(|h| h.token.get()).max().unwrap_or(0).max(fence);
+    Inspection {
+        name: key.name.clone(),
+        kind: key.family.as_str(),
+        holders,
+        waiters,
+        last_token: (last > 0).then_some(FencingToken::new(last)),
+        count: 0,
+    }
+}

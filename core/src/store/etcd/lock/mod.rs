@@ -1,0 +1,207 @@
+//! The lock queue of etcd's `clientv3/concurrency.Mutex` (and `etcdctl lock`), written once
+//! over [`Transport`]: every contender owns one key `NAME/<lease id in hex>` under a
+//! lease, created by a txn guarded on `create_revision == 0`; the holder is the key with
+//! the lowest create revision under `NAME/`; a waiter watches only the deletion of its
+//! immediate predecessor; the fencing token is the holder key's create revision.
+//!
+//! baton adds, in the key's value (etcd's own clients write an empty value and ignore it):
+//! the holder id and the hold count (`0` while waiting), so that re-entry, release and
+//! renewal by holder id work from any process; and the TTL of the key's lease. A waiter's
+//! key lives under a lease of the queue ttl (a vanished waiter is skipped when it ends);
+//! on its grant the key moves to a lease of the hold's length (same key, same create
+//! revision, so etcd's own waiters see nothing change). The last token is also recorded
+//! in `baton/lock/NAME` on grant by promotion and on release, for `inspect`.
+//!
+//! `queue` holds the steps, `handoff` the grant of a waiter woken by its predecessor's
+//! going, `local` what this process remembers of its own contenders.
+
+mod handoff;
+mod local;
+mod queue;
+
+use serde::{Deserialize, Serialize};
+
+pub(crate) use self::local::Local;
+pub(crate) use self::queue::{acquire, leave_queue, release, renew};
+use super::transport::{Kv, Range, RangeResp, Transport, Txn, TxnOp};
+use crate::error::Result;
+
+/// The keys of one lock name.
+#[derive(Debug, Clone)]
+pub(crate) struct LockKeys {
+    /// `NAME/`: every contender's key is `NAME/<lease hex>`.
+    pub(crate) prefix: Vec<u8>,
+    /// `baton/lock/NAME`: the last token recorded.
+    pub(crate) fence: Vec<u8>,
+}
+
+impl LockKeys {
+    pub(crate) fn new(name: &str) -> LockKeys {
+        LockKeys { prefix: format!("{name}/").into_bytes(), fence: format!("baton/lock/{name}").into_bytes() }
+    }
+
+    /// What identifies one holder's steps on this lock (only its own steps write its key).
+    pub(crate) fn own(&self, holder: &str) -> Vec<u8> {
+        let mut k = self.prefix.clone();
+        k.push(0);
+        k.extend_from_slice(holder.as_bytes());
+        k
+    }
+
+    fn entry_key(&self, lease: i64) -> Vec<u8> {
+        let mut k = self.prefix.clone();
+        // clientv3: fmt.Sprintf("%s%x", pfx, leaseID): lowercase hex, no padding.
+        k.extend_from_slice(format!("{lease:x}").as_bytes());
+        k
+    }
+}
+
+/// What baton keeps in its own queue keys.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct Value {
+    /// The holder id (`{client uuid}:{n}` or the caller's owner id).
+    pub(crate) holder: String,
+    /// Re-entry count; 0 while waiting.
+    pub(crate) count: u32,
+    /// The TTL (seconds) of the lease the key is attached to.
+    pub(crate) ttl: i64,
+    /// The hold's fencing token when it is not the key's own revision (the RwLock and
+    /// semaphore layouts, `keyed`: written by a rewrite of a granted key); the lock queue
+    /// never writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token: Option<i64>,
+}
+
+/// One contender under `NAME/`, oldest first.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) kv: Kv,
+    /// `None` for a key baton did not write (`etcdctl lock`, a Go service).
+    value: Option<Value>,
+}
+
+impl Entry {
+    pub(crate) fn holder(&self) -> Option<&str> {
+        self.value.as_ref().map(|v| v.holder.as_str())
+    }
+
+    /// The name other clients see for this contender.
+    pub(crate) fn owner(&self) -> String {
+        match &self.value {
+            Some(v) => v.holder.clone(),
+            None => format!("etcd:{}", String::from_utf8_lossy(&self.kv.key)),
+        }
+    }
+
+    /// A baton waiter not granted yet (count 0).
+    #[cfg(test)]
+    fn waiting(&self) -> bool {
+        self.value.as_ref().is_some_and(|v| v.count == 0)
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.value.as_ref().map_or(1, |v| v.count)
+    }
+
+    fn is(&self, holder: &str) -> bool {
+        self.holder() == Some(holder)
+    }
+}
+
+/// The contenders of a range over `NAME/`: only keys directly under it (`NAME/x/…` is
+/// another lock's), in create-revision order.
+pub(crate) fn entries(keys: &LockKeys, r: &RangeResp) -> Vec<Entry> {
+    let mut out: Vec<Entry> = r
+        .kvs
+        .iter()
+        .filter(|kv| {
+            kv.key.strip_prefix(keys.prefix.as_slice()).is_some_and(|rest| !rest.is_empty() && !rest.contains(&b'/'))
+        })
+        .map(|kv| Entry { value: serde_json::from_slice::<Value>(&kv.value).ok(), kv: kv.clone() })
+        .collect();
+    out.sort_by_key(|e| e.kv.create_revision);
+    out
+}
+
+/// Lease seconds for a length in milliseconds (etcd leases count whole seconds).
+pub(crate) fn secs(ms: u64) -> i64 {
+    i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX).max(1)
+}
+
+pub(crate) fn encode(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// The contenders and the recorded last token, in one read.
+pub(crate) async fn read(t: &dyn Transport, keys: &LockKeys) -> Result<(Vec<Entry>, u64)> {
+    let txn = Txn {
+        compare: vec![],
+        success: vec![TxnOp::Range(Range::prefix(&keys.prefix)), TxnOp::Range(Range::key(&keys.fence))],
+        failure: vec![],
+    };
+    let resp = t.txn(txn).await?;
+    let es = resp.range(0).map(|r| entries(keys, r)).unwrap_or_default();
+    let fence = resp
+        .range(1)
+        .and_then(|r| r.kvs.first())
+        .and_then(|kv| std::str::from_utf8(&kv.value).ok()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    Ok((es, fence))
+}
+
+/// Where a waiter stands: `None` when it is at the head (or has no key), else the key of
+/// its immediate predecessor, the revision the read saw, and whether that predecessor is
+/// the head.
+pub(crate) async fn predecessor(
+    t: &dyn Transport,
+    keys: &LockKeys,
+    holder: &str,
+) -> Result<Option<(Vec<u8>, i64, bool)>> {
+    let r = t.range(Range::prefix(&keys.prefix)).await?;
+    let es = entries(keys, &r);
+    let pred = match es.iter().position(|e| e.is(holder)) {
+        Some(0) => None,
+        Some(i) => Some((es[i - 1].kv.key.clone(), i == 1)),
+        // No key of its own (a `try` attempt): the newest contender.
+        None => es.last().map(|e| (e.kv.key.clone(), es.len() == 1)),
+    };
+    Ok(pred.map(|(k, head)| (k, r.revision, head)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(key: &str, rev: i64, value: &str) -> Kv {
+        Kv { key: key.into(), value: value.into(), create_revision: rev, mod_revision: rev, lease: 1 }
+    }
+
+    #[test]
+    fn entries_are_direct_children_in_revision_order() {
+        let keys = LockKeys::new("a");
+        let r = RangeResp {
+            revision: 9,
+            kvs: vec![
+                kv("a/2", 5, ""),
+                kv("a/b/3", 2, ""),
+                kv("a/1", 3, r#"{"holder":"h","count":0,"ttl":5}"#),
+                kv("a/", 1, ""),
+            ],
+        };
+        let es = entries(&keys, &r);
+        assert_eq!(es.iter().map(|e| e.kv.create_revision).collect::<Vec<_>>(), vec![3, 5]);
+        assert!(es[0].waiting() && es[0].is("h"));
+        assert_eq!(es[1].owner(), "etcd:a/2");
+        assert!(!es[1].waiting());
+    }
+
+    #[test]
+    fn lease_seconds_round_up() {
+        assert_eq!(secs(0), 1);
+        assert_eq!(secs(1), 1);
+        assert_eq!(secs(1000), 1);
+        assert_eq!(secs(1001), 2);
+        assert_eq!(secs(u64::MAX), i64::try_from(u64::MAX.div_ceil(1000)).unwrap());
+        assert_eq!(LockKeys::new("x").entry_key(0x694d_8a1c_2b3f), b"x/694d8a1c2b3f".to_vec());
+    }
+}

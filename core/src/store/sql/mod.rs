@@ -2,6 +2,7 @@
 //! state as JSON, changed inside one transaction per step by the shared rules of
 //! `crate::state`. Names are always bound as parameters, never interpolated.
 
+pub(crate) mod config;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
 #[cfg(feature = "postgres")]
@@ -49,19 +50,6 @@ pub(crate) fn step<R>(
         Some(serde_json::to_string(&after).map_err(|e| Error::backend(e.to_string()))?)
     };
     Ok(Step { out, write, version: if wakes { version + 1 } else { version }, wakes })
-}
-
-/// The URL handed to a server driver: `scheme://user:password@hosts/db` without baton's
-/// own query options. It carries the password, so it never goes into a message.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(crate) fn driver_url(scheme: &str, url: &crate::url::StoreUrl) -> String {
-    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20");
-    let auth = match (url.user(), url.password()) {
-        (Some(u), Some(p)) => format!("{}:{}@", enc(u), enc(p)),
-        (Some(u), None) => format!("{}@", enc(u)),
-        _ => String::new(),
-    };
-    format!("{scheme}://{auth}{}{}", url.hosts(), url.path())
 }
 
 /// Maps a driver error: unreachable/closed pools are `Connection`, the rest `Backend`.

@@ -11,12 +11,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
-use super::{decode, driver_error, driver_url, step};
+use super::config::{ServerConfig, SqlConfig};
+use super::{decode, driver_error, step};
 use crate::error::{Error, Result};
 use crate::key::{Family, Key};
 use crate::rt::{AbortOnDrop, Rt};
 use crate::state::KeyState;
-use crate::store::open::COMMON_OPTIONS;
 use crate::store::stateful::{Op, StateStore};
 use crate::store::wakes::Wakes;
 use crate::store::{Subscription, WatchSub};
@@ -46,18 +46,25 @@ pub(crate) struct Postgres {
 
 impl Postgres {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Postgres> {
-        url.check_options(COMMON_OPTIONS)?;
-        let store = format!("PostgreSQL {url}");
+        match SqlConfig::from_url(url)? {
+            SqlConfig::Postgres(c) => Postgres::connect(c).await,
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::invalid_url(format!("{url} is not a postgres:// URL"))),
+        }
+    }
+
+    async fn connect(config: ServerConfig) -> Result<Postgres> {
+        let store = format!("PostgreSQL {}", config.shown);
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
-            .connect(&driver_url("postgres", url))
+            .connect(&config.driver_url("postgres"))
             .await
             .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;
         create_schema(&pool).await.map_err(|e| driver_error(&store, e))?;
         let mut listener = PgListener::connect_with(&pool).await.map_err(|e| driver_error(&store, e))?;
         listener.listen(CHANNEL).await.map_err(|e| driver_error(&store, e))?;
-        let wakes = Wakes::for_store(&format!("postgres:{url}"));
+        let wakes = Wakes::for_store(&format!("postgres:{}", config.shown));
         let task = Rt::current().spawn(listen(listener, Arc::downgrade(&wakes)));
         Ok(Postgres { pool, store, wakes, listener: std::sync::Mutex::new(Some(AbortOnDrop(task))) })
     }

@@ -15,12 +15,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
+use super::config::{FileConfig, SqlConfig};
 use super::{decode, driver_error, step};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
 use crate::store::Subscription;
-use crate::store::open::COMMON_OPTIONS;
 use crate::store::stateful::{Op, StateStore};
 use crate::store::wakes::{PollSub, VersionSource, Wakes};
 use crate::url::StoreUrl;
@@ -49,20 +49,15 @@ struct Db {
 
 impl Sqlite {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Sqlite> {
-        let mut known = COMMON_OPTIONS.to_vec();
-        known.push("busy_timeout");
-        url.check_options(&known)?;
-        // sqlite:///abs/path.db → "/abs/path.db"; sqlite://rel.db → "rel.db".
-        let path = format!("{}{}", url.hosts(), url.path());
-        if path.is_empty() || path.ends_with('/') {
-            return Err(Error::invalid_url(format!(
-                "{url} names no database file; use sqlite:///absolute/path/file.db"
-            )));
+        match SqlConfig::from_url(url)? {
+            SqlConfig::Sqlite(c) => Sqlite::connect(c).await,
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::invalid_url(format!("{url} is not a sqlite:// URL"))),
         }
-        let busy = match url.option("busy_timeout") {
-            Some(v) => crate::duration::parse(v)?,
-            None => Duration::from_secs(5),
-        };
+    }
+
+    async fn connect(config: FileConfig) -> Result<Sqlite> {
+        let FileConfig { path, busy_timeout: busy } = config;
         let opts = SqliteConnectOptions::from_str("sqlite://")
             .map_err(|e| Error::backend("cannot configure SQLite").with_source(e))?
             .filename(&path)

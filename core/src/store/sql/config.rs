@@ -58,6 +58,28 @@ impl SqlConfig {
             s => Err(Error::invalid_url(format!("`{s}://` in {url} names no SQL store of this build"))),
         }
     }
+    /// The file of a `sqlite://` URL (the scheme table sends no other here).
+    #[cfg(feature = "sqlite")]
+    pub(crate) fn file(self) -> Result<FileConfig> {
+        match self {
+            SqlConfig::Sqlite(c) => Ok(c),
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::invalid_url("a SQLite store opens from a sqlite:// URL")),
+        }
+    }
+
+    /// The server of a `postgres://` or `mysql://` URL.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    pub(crate) fn server(self) -> Result<ServerConfig> {
+        match self {
+            #[cfg(feature = "postgres")]
+            SqlConfig::Postgres(c) => Ok(c),
+            #[cfg(feature = "mysql")]
+            SqlConfig::Mysql(c) => Ok(c),
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::invalid_url("a database server store opens from a postgres:// or mysql:// URL")),
+        }
+    }
 }
 
 #[cfg(feature = "sqlite")]

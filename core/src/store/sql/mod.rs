@@ -10,7 +10,9 @@ pub(crate) mod postgres;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 
+use super::wakes::Wakes;
 use crate::error::{Error, Result};
+use crate::key::Key;
 use crate::state::{self, KeyState};
 
 /// A key's state as stored (`None`: no row yet).
@@ -31,6 +33,40 @@ pub(crate) struct Step<R> {
     /// The version to store (bumped when waiters should wake).
     pub(crate) version: i64,
     pub(crate) wakes: bool,
+}
+
+impl<R> Step<R> {
+    /// The step's answer once its transaction committed, waking this process's waiters
+    /// at once when it freed something.
+    pub(crate) fn committed(self, wakes: &Wakes, key: &Key) -> R {
+        if self.wakes {
+            wakes.notify(key);
+        }
+        self.out
+    }
+}
+
+/// Writes a step's new state (`json`, none when it did not change) with `sql`: the
+/// store's own statement, taking the family, the name, the state and the version, in
+/// that order.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) async fn write_state<'a, DB>(
+    conn: &'a mut DB::Connection,
+    sql: &'a str,
+    key: &'a Key,
+    json: Option<&'a str>,
+    version: i64,
+) -> std::result::Result<(), sqlx::Error>
+where
+    DB: sqlx::Database,
+    &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    DB::Arguments<'a>: sqlx::IntoArguments<'a, DB>,
+    &'a mut DB::Connection: sqlx::Executor<'a, Database = DB>,
+{
+    let Some(json) = json else { return Ok(()) };
+    let q = sqlx::query::<DB>(sql).bind(key.family.as_str()).bind(key.name.as_str()).bind(json);
+    q.bind(version).execute(conn).await.map(drop)
 }
 
 /// Runs `f` on the state read from a row (`json`, `version`) at the store's time `now`.

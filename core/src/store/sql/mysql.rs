@@ -49,11 +49,7 @@ struct Db {
 
 impl Mysql {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Mysql> {
-        match SqlConfig::from_url(url)? {
-            SqlConfig::Mysql(c) => Mysql::connect(c).await,
-            #[allow(unreachable_patterns)]
-            _ => Err(Error::invalid_url(format!("{url} is not a mysql:// URL"))),
-        }
+        Mysql::connect(SqlConfig::from_url(url)?.server()?).await
     }
 
     async fn connect(config: ServerConfig) -> Result<Mysql> {
@@ -177,10 +173,7 @@ impl StateStore for Mysql {
                 Err(Err(e)) => return Err(e),
             }
         };
-        if step.wakes {
-            self.wakes.notify(key);
-        }
-        Ok(step.out)
+        Ok(step.committed(&self.wakes, key))
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
 use super::config::{ServerConfig, SqlConfig};
-use super::{decode, driver_error, step};
+use super::{decode, driver_error, step, write_state};
 use crate::error::{Error, Result};
 use crate::key::{Family, Key};
 use crate::rt::{AbortOnDrop, Rt};
@@ -46,11 +46,7 @@ pub(crate) struct Postgres {
 
 impl Postgres {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Postgres> {
-        match SqlConfig::from_url(url)? {
-            SqlConfig::Postgres(c) => Postgres::connect(c).await,
-            #[allow(unreachable_patterns)]
-            _ => Err(Error::invalid_url(format!("{url} is not a postgres:// URL"))),
-        }
+        Postgres::connect(SqlConfig::from_url(url)?.server()?).await
     }
 
     async fn connect(config: ServerConfig) -> Result<Postgres> {
@@ -132,16 +128,10 @@ impl StateStore for Postgres {
         }
         let (json, version, now) = row.ok_or_else(|| Error::backend("baton_state row vanished"))?;
         let step = step(Some(&json), version, u64::try_from(now).unwrap_or(0), f)?;
-        if let Some(json) = step.write {
-            sqlx::query("UPDATE baton_state SET state = $3, version = $4 WHERE family = $1 AND name = $2")
-                .bind(key.family.as_str())
-                .bind(&key.name)
-                .bind(json)
-                .bind(step.version)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
+        let update = "UPDATE baton_state SET state = $3, version = $4 WHERE family = $1 AND name = $2";
+        write_state::<sqlx::Postgres>(&mut tx, update, key, step.write.as_deref(), step.version)
+            .await
+            .map_err(|e| self.err(e))?;
         if step.wakes {
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(CHANNEL)
@@ -151,11 +141,8 @@ impl StateStore for Postgres {
                 .map_err(|e| self.err(e))?;
         }
         tx.commit().await.map_err(|e| self.err(e))?;
-        if step.wakes {
-            // This process's waiters need not wait for the notification's round trip.
-            self.wakes.notify(key);
-        }
-        Ok(step.out)
+        // This process's waiters need not wait for the notification's round trip.
+        Ok(step.committed(&self.wakes, key))
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {

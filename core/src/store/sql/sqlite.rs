@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use super::config::{FileConfig, SqlConfig};
-use super::{decode, driver_error, step};
+use super::{decode, driver_error, step, write_state};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
@@ -32,6 +32,9 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
     version INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (family, name)
 ) WITHOUT ROWID";
+/// A step's write: the key's row, made or replaced.
+const UPSERT: &str = "INSERT INTO baton_state (family, name, state, version) VALUES (?, ?, ?, ?)
+    ON CONFLICT (family, name) DO UPDATE SET state = excluded.state, version = excluded.version";
 
 /// The SQLite store.
 #[derive(Debug)]
@@ -49,11 +52,7 @@ struct Db {
 
 impl Sqlite {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Sqlite> {
-        match SqlConfig::from_url(url)? {
-            SqlConfig::Sqlite(c) => Sqlite::connect(c).await,
-            #[allow(unreachable_patterns)]
-            _ => Err(Error::invalid_url(format!("{url} is not a sqlite:// URL"))),
-        }
+        Sqlite::connect(SqlConfig::from_url(url)?.file()?).await
     }
 
     async fn connect(config: FileConfig) -> Result<Sqlite> {
@@ -146,24 +145,11 @@ impl StateStore for Sqlite {
                 .map_err(|e| db.err(e))?;
         let (json, version) = row.map_or((None, 0), |(s, v)| (Some(s), v));
         let step = step(json.as_deref(), version, now_ms(), f)?;
-        if let Some(json) = step.write {
-            sqlx::query(
-                "INSERT INTO baton_state (family, name, state, version) VALUES (?, ?, ?, ?)
-                 ON CONFLICT (family, name) DO UPDATE SET state = excluded.state, version = excluded.version",
-            )
-            .bind(key.family.as_str())
-            .bind(&key.name)
-            .bind(json)
-            .bind(step.version)
-            .execute(&mut *tx)
+        write_state::<sqlx::Sqlite>(&mut tx, UPSERT, key, step.write.as_deref(), step.version)
             .await
             .map_err(|e| db.err(e))?;
-        }
         tx.commit().await.map_err(|e| db.err(e))?;
-        if step.wakes {
-            self.wakes.notify(key);
-        }
-        Ok(step.out)
+        Ok(step.committed(&self.wakes, key))
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {

@@ -2,6 +2,7 @@
 //! state as JSON, changed inside one transaction per step by the shared rules of
 //! `crate::state`. Names are always bound as parameters, never interpolated.
 
+pub(crate) mod config;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
 #[cfg(feature = "postgres")]
@@ -9,7 +10,9 @@ pub(crate) mod postgres;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 
+use super::wakes::Wakes;
 use crate::error::{Error, Result};
+use crate::key::Key;
 use crate::state::{self, KeyState};
 
 /// A key's state as stored (`None`: no row yet).
@@ -32,6 +35,40 @@ pub(crate) struct Step<R> {
     pub(crate) wakes: bool,
 }
 
+impl<R> Step<R> {
+    /// The step's answer once its transaction committed, waking this process's waiters
+    /// at once when it freed something.
+    pub(crate) fn committed(self, wakes: &Wakes, key: &Key) -> R {
+        if self.wakes {
+            wakes.notify(key);
+        }
+        self.out
+    }
+}
+
+/// Writes a step's new state (`json`, none when it did not change) with `sql`: the
+/// store's own statement, taking the family, the name, the state and the version, in
+/// that order.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) async fn write_state<'a, DB>(
+    conn: &'a mut DB::Connection,
+    sql: &'a str,
+    key: &'a Key,
+    json: Option<&'a str>,
+    version: i64,
+) -> std::result::Result<(), sqlx::Error>
+where
+    DB: sqlx::Database,
+    &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    DB::Arguments<'a>: sqlx::IntoArguments<'a, DB>,
+    &'a mut DB::Connection: sqlx::Executor<'a, Database = DB>,
+{
+    let Some(json) = json else { return Ok(()) };
+    let q = sqlx::query::<DB>(sql).bind(key.family.as_str()).bind(key.name.as_str()).bind(json);
+    q.bind(version).execute(conn).await.map(drop)
+}
+
 /// Runs `f` on the state read from a row (`json`, `version`) at the store's time `now`.
 pub(crate) fn step<R>(
     json: Option<&str>,
@@ -49,19 +86,6 @@ pub(crate) fn step<R>(
         Some(serde_json::to_string(&after).map_err(|e| Error::backend(e.to_string()))?)
     };
     Ok(Step { out, write, version: if wakes { version + 1 } else { version }, wakes })
-}
-
-/// The URL handed to a server driver: `scheme://user:password@hosts/db` without baton's
-/// own query options. It carries the password, so it never goes into a message.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(crate) fn driver_url(scheme: &str, url: &crate::url::StoreUrl) -> String {
-    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20");
-    let auth = match (url.user(), url.password()) {
-        (Some(u), Some(p)) => format!("{}:{}@", enc(u), enc(p)),
-        (Some(u), None) => format!("{}@", enc(u)),
-        _ => String::new(),
-    };
-    format!("{scheme}://{auth}{}{}", url.hosts(), url.path())
 }
 
 /// Maps a driver error: unreachable/closed pools are `Connection`, the rest `Backend`.

@@ -11,12 +11,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 
-use super::{decode, driver_error, driver_url, step};
+use super::config::{ServerConfig, SqlConfig};
+use super::{decode, driver_error, step};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
 use crate::store::Subscription;
-use crate::store::open::COMMON_OPTIONS;
 use crate::store::stateful::{Op, StateStore};
 use crate::store::wakes::{PollSub, VersionSource, Wakes};
 use crate::url::StoreUrl;
@@ -49,17 +49,20 @@ struct Db {
 
 impl Mysql {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Mysql> {
-        url.check_options(COMMON_OPTIONS)?;
-        let store = format!("MySQL {url}");
+        Mysql::connect(SqlConfig::from_url(url)?.server()?).await
+    }
+
+    async fn connect(config: ServerConfig) -> Result<Mysql> {
+        let store = format!("MySQL {}", config.shown);
         let pool = MySqlPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
-            .connect(&driver_url("mysql", url))
+            .connect(&config.driver_url("mysql"))
             .await
             .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;
         sqlx::query(SCHEMA).execute(&pool).await.map_err(|e| driver_error(&store, e))?;
         widen_names(&pool).await.map_err(|e| driver_error(&store, e))?;
-        Ok(Mysql { db: Arc::new(Db { pool, store }), wakes: Wakes::for_store(&format!("mysql:{url}")) })
+        Ok(Mysql { db: Arc::new(Db { pool, store }), wakes: Wakes::for_store(&format!("mysql:{}", config.shown)) })
     }
 }
 
@@ -170,10 +173,7 @@ impl StateStore for Mysql {
                 Err(Err(e)) => return Err(e),
             }
         };
-        if step.wakes {
-            self.wakes.notify(key);
-        }
-        Ok(step.out)
+        Ok(step.committed(&self.wakes, key))
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {

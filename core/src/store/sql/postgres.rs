@@ -11,12 +11,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
-use super::{decode, driver_error, driver_url, step};
+use super::config::{ServerConfig, SqlConfig};
+use super::{decode, driver_error, step, write_state};
 use crate::error::{Error, Result};
 use crate::key::{Family, Key};
 use crate::rt::{AbortOnDrop, Rt};
 use crate::state::KeyState;
-use crate::store::open::COMMON_OPTIONS;
 use crate::store::stateful::{Op, StateStore};
 use crate::store::wakes::Wakes;
 use crate::store::{Subscription, WatchSub};
@@ -46,18 +46,21 @@ pub(crate) struct Postgres {
 
 impl Postgres {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Postgres> {
-        url.check_options(COMMON_OPTIONS)?;
-        let store = format!("PostgreSQL {url}");
+        Postgres::connect(SqlConfig::from_url(url)?.server()?).await
+    }
+
+    async fn connect(config: ServerConfig) -> Result<Postgres> {
+        let store = format!("PostgreSQL {}", config.shown);
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
-            .connect(&driver_url("postgres", url))
+            .connect(&config.driver_url("postgres"))
             .await
             .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;
         create_schema(&pool).await.map_err(|e| driver_error(&store, e))?;
         let mut listener = PgListener::connect_with(&pool).await.map_err(|e| driver_error(&store, e))?;
         listener.listen(CHANNEL).await.map_err(|e| driver_error(&store, e))?;
-        let wakes = Wakes::for_store(&format!("postgres:{url}"));
+        let wakes = Wakes::for_store(&format!("postgres:{}", config.shown));
         let task = Rt::current().spawn(listen(listener, Arc::downgrade(&wakes)));
         Ok(Postgres { pool, store, wakes, listener: std::sync::Mutex::new(Some(AbortOnDrop(task))) })
     }
@@ -125,16 +128,10 @@ impl StateStore for Postgres {
         }
         let (json, version, now) = row.ok_or_else(|| Error::backend("baton_state row vanished"))?;
         let step = step(Some(&json), version, u64::try_from(now).unwrap_or(0), f)?;
-        if let Some(json) = step.write {
-            sqlx::query("UPDATE baton_state SET state = $3, version = $4 WHERE family = $1 AND name = $2")
-                .bind(key.family.as_str())
-                .bind(&key.name)
-                .bind(json)
-                .bind(step.version)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
+        let update = "UPDATE baton_state SET state = $3, version = $4 WHERE family = $1 AND name = $2";
+        write_state::<sqlx::Postgres>(&mut tx, update, key, step.write.as_deref(), step.version)
+            .await
+            .map_err(|e| self.err(e))?;
         if step.wakes {
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(CHANNEL)
@@ -144,11 +141,8 @@ impl StateStore for Postgres {
                 .map_err(|e| self.err(e))?;
         }
         tx.commit().await.map_err(|e| self.err(e))?;
-        if step.wakes {
-            // This process's waiters need not wait for the notification's round trip.
-            self.wakes.notify(key);
-        }
-        Ok(step.out)
+        // This process's waiters need not wait for the notification's round trip.
+        Ok(step.committed(&self.wakes, key))
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {

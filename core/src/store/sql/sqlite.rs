@@ -15,12 +15,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
-use super::{decode, driver_error, step};
+use super::config::{FileConfig, SqlConfig};
+use super::{decode, driver_error, step, write_state};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
 use crate::store::Subscription;
-use crate::store::open::COMMON_OPTIONS;
 use crate::store::stateful::{Op, StateStore};
 use crate::store::wakes::{PollSub, VersionSource, Wakes};
 use crate::url::StoreUrl;
@@ -32,6 +32,9 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
     version INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (family, name)
 ) WITHOUT ROWID";
+/// A step's write: the key's row, made or replaced.
+const UPSERT: &str = "INSERT INTO baton_state (family, name, state, version) VALUES (?, ?, ?, ?)
+    ON CONFLICT (family, name) DO UPDATE SET state = excluded.state, version = excluded.version";
 
 /// The SQLite store.
 #[derive(Debug)]
@@ -49,20 +52,11 @@ struct Db {
 
 impl Sqlite {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Sqlite> {
-        let mut known = COMMON_OPTIONS.to_vec();
-        known.push("busy_timeout");
-        url.check_options(&known)?;
-        // sqlite:///abs/path.db → "/abs/path.db"; sqlite://rel.db → "rel.db".
-        let path = format!("{}{}", url.hosts(), url.path());
-        if path.is_empty() || path.ends_with('/') {
-            return Err(Error::invalid_url(format!(
-                "{url} names no database file; use sqlite:///absolute/path/file.db"
-            )));
-        }
-        let busy = match url.option("busy_timeout") {
-            Some(v) => crate::duration::parse(v)?,
-            None => Duration::from_secs(5),
-        };
+        Sqlite::connect(SqlConfig::from_url(url)?.file()?).await
+    }
+
+    async fn connect(config: FileConfig) -> Result<Sqlite> {
+        let FileConfig { path, busy_timeout: busy } = config;
         let opts = SqliteConnectOptions::from_str("sqlite://")
             .map_err(|e| Error::backend("cannot configure SQLite").with_source(e))?
             .filename(&path)
@@ -151,24 +145,11 @@ impl StateStore for Sqlite {
                 .map_err(|e| db.err(e))?;
         let (json, version) = row.map_or((None, 0), |(s, v)| (Some(s), v));
         let step = step(json.as_deref(), version, now_ms(), f)?;
-        if let Some(json) = step.write {
-            sqlx::query(
-                "INSERT INTO baton_state (family, name, state, version) VALUES (?, ?, ?, ?)
-                 ON CONFLICT (family, name) DO UPDATE SET state = excluded.state, version = excluded.version",
-            )
-            .bind(key.family.as_str())
-            .bind(&key.name)
-            .bind(json)
-            .bind(step.version)
-            .execute(&mut *tx)
+        write_state::<sqlx::Sqlite>(&mut tx, UPSERT, key, step.write.as_deref(), step.version)
             .await
             .map_err(|e| db.err(e))?;
-        }
         tx.commit().await.map_err(|e| db.err(e))?;
-        if step.wakes {
-            self.wakes.notify(key);
-        }
-        Ok(step.out)
+        Ok(step.committed(&self.wakes, key))
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {

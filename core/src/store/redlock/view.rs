@@ -1,0 +1,77 @@
+//! What `inspect` shows of a key on Redlock: the nodes' views merged by quorum.
+
+use crate::state::{Hold, KeyState, Waiter};
+
+/// Merges the nodes' views of a key: the holds and waiters a quorum of nodes agrees on
+/// (each with the least lease left), and the largest counter a quorum has reached. Times
+/// are made relative to each node's own clock (the result's `now` is 0).
+///
+/// Why not the largest counter: a node counts up in a round that is then undone, or
+/// answers a grant after the quorum did, so it may stand above the last token granted;
+/// a grant leaves its token on a quorum and fewer than a quorum of nodes (those outside
+/// its granting quorum) can stand above it, so the quorum-th largest is that token.
+pub(super) fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
+    let mut holds: Vec<(Hold, usize)> = Vec::new();
+    let mut queue: Vec<(Waiter, usize)> = Vec::new();
+    let fence = quorum_th(views.iter().map(|(s, _)| s.fence).collect(), need);
+    for (s, now) in views {
+        for mut h in s.holds {
+            h.expires_ms = h.expires_ms.saturating_sub(now);
+            match holds.iter_mut().find(|(x, _)| x.holder == h.holder) {
+                Some((x, seen)) => {
+                    *seen += 1;
+                    x.expires_ms = x.expires_ms.min(h.expires_ms);
+                    x.token = x.token.max(h.token);
+                    x.count = x.count.min(h.count);
+                }
+                None => holds.push((h, 1)),
+            }
+        }
+        for mut w in s.queue {
+            w.expires_ms = w.expires_ms.saturating_sub(now);
+            match queue.iter_mut().find(|(x, _)| x.holder == w.holder) {
+                Some((x, seen)) => {
+                    *seen += 1;
+                    x.expires_ms = x.expires_ms.min(w.expires_ms);
+                }
+                None => queue.push((w, 1)),
+            }
+        }
+    }
+    KeyState {
+        fence,
+        holds: holds.into_iter().filter(|(_, seen)| *seen >= need).map(|(h, _)| h).collect(),
+        queue: queue.into_iter().filter(|(_, seen)| *seen >= need).map(|(w, _)| w).collect(),
+        count: 0,
+    }
+}
+
+/// The largest value at least `need` of `values` reach (the smallest of them all when
+/// fewer answered).
+fn quorum_th(mut values: Vec<u64>, need: usize) -> u64 {
+    values.sort_unstable_by(|a, b| b.cmp(a));
+    values.get(need.saturating_sub(1)).or(values.last()).copied().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::HoldMode;
+
+    fn hold(holder: &str, token: u64, expires_ms: u64) -> Hold {
+        Hold { holder: holder.into(), mode: HoldMode::Exclusive, count: 1, token, expires_ms }
+    }
+
+    #[test]
+    fn merge_keeps_what_a_quorum_agrees_on() {
+        let views = vec![
+            (KeyState { fence: 4, holds: vec![hold("a", 4, 1_500)], ..KeyState::default() }, 1_000),
+            (KeyState { fence: 9, holds: vec![hold("a", 4, 10_400)], ..KeyState::default() }, 10_000),
+            (KeyState { fence: 1, holds: vec![hold("b", 1, 900)], ..KeyState::default() }, 0),
+        ];
+        let s = merge(views, 2);
+        // 9 on one node alone (a round undone there): 4 is what a quorum reached.
+        assert_eq!(s.fence, 4);
+        assert_eq!(s.holds, vec![hold("a", 4, 400)]);
+    }
+}

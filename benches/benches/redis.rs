@@ -53,7 +53,9 @@ fn counted(c: &mut Criterion<RoundTrips>, rt: &Runtime, client: &Client) {
     // on the client: every round trip counted is a renewal's.
     let guards = rt.block_on(hold(client));
     g.sampling_mode(SamplingMode::Flat).sample_size(10);
-    g.bench_function(format!("watchdog_period_{HELD}_held"), |b| b.iter(|| rt.block_on(tokio::time::sleep(PERIOD))));
+    g.bench_function(format!("watchdog_period_{HELD}_held"), |b| {
+        b.iter(|| rt.block_on(async { tokio::time::sleep(PERIOD).await }))
+    });
     g.finish();
     let lost = guards.iter().filter(|g| g.is_lost()).count();
     if lost > 0 {

@@ -27,7 +27,7 @@ fn main() {
         let yard = |op, pause| move |n| rt.block_on(yardsticks(client, NAME, op, pause, n));
         g.bench_function("store_round", |b| b.iter_custom(yard(None, None)));
         g.bench_function("store_first", |b| b.iter_custom(yard(Some(0), None)));
-        g.bench_function("handoff", |b| b.iter_custom(|n| rt.block_on(handoff(&client, "bench/etcd/handoff", n))));
+        g.bench_function("handoff", |b| b.iter_custom(|n| rt.block_on(handoff(client, "bench/etcd/handoff", n))));
         g.bench_function("store_first_paused", |b| b.iter_custom(yard(Some(0), Some(SETTLE))));
         g.finish();
         rt.block_on(client.close());

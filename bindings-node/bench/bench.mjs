@@ -208,7 +208,7 @@ async function bridge(name, call) {
 function rust(url) {
   const cli = process.env.BATON_CLI ?? join(here, '..', '..', 'target', 'release', 'baton');
   if (!existsSync(cli)) return null;
-  const args = ['bench', '--url', url, '--json', '--iterations', String(iterations), '--duration', `${durationMs}ms`, '--held', '0'];
+  const args = ['bench', '--url', url, '--json', '--iterations', String(iterations), '--duration', `${durationMs}ms`];
   const out = execFileSync(cli, args, {
     encoding: 'utf8',
   });

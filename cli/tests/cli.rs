@@ -392,56 +392,31 @@ fn bench_runs_on_the_runtime_asked_for() {
     assert!(stderr(&out).contains("--workers needs --runtime multi-thread"), "{}", stderr(&out));
 }
 
-/// `baton bench --json` on the store of `$var` with at most `ops` per scenario: its
-/// scenarios, after checking their names and that the store-specific ones (after the
-/// three every store has) measured something. `None` (skipped) without `$var`, outside CI.
-fn bench_scenarios(var: &str, ops: u64, names: &[&str]) -> Option<Vec<Value>> {
-    let Ok(url) = std::env::var(var) else {
-        assert!(std::env::var_os("CI").is_none(), "{var} unset (`scripts/services start`)");
-        eprintln!("{var} unset: skipping");
-        return None;
-    };
-    let ops_arg = ops.to_string();
-    let out = run_to_end(
-        baton().args(["bench", "--url", &url, "--json", "--iterations", &ops_arg, "--duration", "2s", "--held", "0"]),
-        Duration::from_secs(120),
-        "baton bench",
-    );
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
-    let report: Value = serde_json::from_slice(&out.stdout).expect("bench --json prints JSON");
-    let scenarios = report["scenarios"].as_array().unwrap().clone();
-    let got: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(got, names);
-    for s in &scenarios[3..] {
-        assert!((1..=ops).contains(&s["ops"].as_u64().unwrap()), "{s}");
-        assert!(s["p50_us"].as_f64().unwrap() > 0.0, "{s}");
+/// On the networked stores too, `baton bench` runs the three user scenarios and only
+/// those (the store investigations are the `baton-benches` crate's criterion benches).
+#[test]
+fn bench_on_redlock_and_etcd_reports_the_user_scenarios() {
+    for var in ["BATON_TEST_REDLOCK_URL", "BATON_TEST_ETCD_URL"] {
+        let Ok(url) = std::env::var(var) else {
+            assert!(std::env::var_os("CI").is_none(), "{var} unset (`scripts/services start`)");
+            eprintln!("{var} unset: skipping");
+            continue;
+        };
+        let out = run_to_end(
+            baton().args(["bench", "--url", &url, "--json", "--iterations", "30", "--duration", "2s"]),
+            Duration::from_secs(120),
+            "baton bench",
+        );
+        assert_eq!(out.status.code(), Some(0), "{var}: {}", stderr(&out));
+        let report: Value = serde_json::from_slice(&out.stdout).expect("bench --json prints JSON");
+        let scenarios = report["scenarios"].as_array().unwrap();
+        let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["uncontended_1", "uncontended_64", "handoff"], "{var}");
+        for s in scenarios {
+            assert!((1..=30).contains(&s["ops"].as_u64().unwrap()), "{var}: {s}");
+            assert!(s["p50_us"].as_f64().unwrap() > 0.0, "{var}: {s}");
+        }
     }
-    Some(scenarios)
-}
-
-/// On redlock://, the paired scenario and the machine's fan-out floor come too.
-#[test]
-fn bench_on_redlock_adds_the_paired_loop_and_the_fan_out_floor() {
-    let names = [
-        "uncontended_1",
-        "uncontended_64",
-        "handoff",
-        "redlock_paired",
-        "single_node_paired",
-        "quorum_of_nodes",
-        "node_ping",
-        "quorum_ping",
-    ];
-    bench_scenarios("BATON_TEST_REDLOCK_URL", 50, &names);
-}
-
-/// On etcd://, the store's own round trips come too, busy and after the hand-off's pause.
-#[test]
-fn bench_on_etcd_adds_the_store_yardsticks() {
-    let names = ["uncontended_1", "uncontended_64", "handoff", "store_first", "store_round", "store_first_paused"];
-    let Some(s) = bench_scenarios("BATON_TEST_ETCD_URL", 30, &names) else { return };
-    // A round is its first op and more.
-    assert!(s[4]["p50_us"].as_f64() > s[3]["p50_us"].as_f64(), "{s:?}");
 }
 
 #[test]

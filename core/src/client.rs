@@ -159,7 +159,7 @@ impl Client {
 /// Benchmark and test hooks (feature `bench`): not part of the stable API.
 #[cfg(feature = "bench")]
 impl Client {
-    /// For `baton bench`: one round of the store's own operations that a lock's speed is
+    /// For the benches (`benches/`): one round of the store's own operations that a lock's speed is
     /// measured against, each timed (etcd: one txn, then one delete; Redlock: PING on the
     /// first node, then PING on every node until a quorum answered), on key `name`.
     ///

@@ -186,7 +186,7 @@ pub(crate) trait Diagnostics: Send + Sync {
         Vec::new()
     }
 
-    /// `baton bench`'s yardsticks: the store's own round trips on `name`, timed on this
+    /// The benches' yardsticks: the store's own round trips on `name`, timed on this
     /// client's connection (none for most stores).
     async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
         let _ = name;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use baton::lab::{self, Matrix, Property, Scheme};
+use baton_lab::{self as lab, Matrix, Property, Scheme};
 
 use crate::exit::{self, Failure, IOERR};
 use crate::output::{self, Table};

@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::LabLock;
-use super::raw::Raw;
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::LabLock;
+use crate::raw::Raw;
+use baton::FencingToken;
+use baton::Result;
 
 /// The value seed 001's code stores for every client alike.
 pub(crate) const SHARED_VALUE: &str = "123";

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::raw::Raw;
-use super::{Clock, Hooks, LabLock, Point};
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::raw::Raw;
+use crate::{Clock, Hooks, LabLock, Point};
+use baton::FencingToken;
+use baton::Result;
 
 /// `SETNX key <now + ttl + 1>`; when that fails, `GET key`, and if the timestamp read is
 /// past (by this client's clock), `GETSET key <now + ttl + 1>`: the lock is taken when

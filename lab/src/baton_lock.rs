@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::LabLock;
-use crate::error::{ErrorKind, Result};
-use crate::token::FencingToken;
-use crate::{Client, LockGuard, LockOptions};
+use crate::LabLock;
+use baton::FencingToken;
+use baton::{Client, LockGuard, LockOptions};
+use baton::{ErrorKind, Result};
 
 /// A baton [`Client`] on `redis://` (Redisson's `RLock` hash: field `uuid:n` → hold count,
 /// one Lua script per step, expiry on the server's clock) or `redlock://` (the same lock

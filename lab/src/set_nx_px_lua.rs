@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::LabLock;
-use super::raw::Raw;
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::LabLock;
+use crate::raw::Raw;
+use baton::FencingToken;
+use baton::Result;
 
 /// The compare-and-delete of the seeds, word for word.
 const RELEASE: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";

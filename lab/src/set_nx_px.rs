@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::LabLock;
-use super::raw::Raw;
-use super::setnx::SHARED_VALUE;
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::LabLock;
+use crate::raw::Raw;
+use crate::setnx::SHARED_VALUE;
+use baton::FencingToken;
+use baton::Result;
 
 /// `SET key 123 NX PX ttl`; `DEL key` to release.
 ///

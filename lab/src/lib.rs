@@ -56,8 +56,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::error::{Error, Result};
-use crate::token::FencingToken;
+use baton::FencingToken;
+use baton::{Error, ErrorKind, Result};
 
 pub use baton_lock::BatonLock;
 pub use clock::Clock;
@@ -65,7 +65,8 @@ pub use fence::FencedResource;
 pub use getset_timestamp::GetsetTimestamp;
 pub use hooks::{Gate, Hooks, Point};
 pub use matrix::{Cell, Flaw, Matrix, Property, Row};
-pub use servers::{OwnRedis, redis_server_available};
+pub use port::free_loopback_port;
+pub use servers::{OwnRedis, TlsFiles, redis_server_available};
 pub use set_nx_px::SetNxPx;
 pub use set_nx_px_lua::SetNxPxLua;
 pub use set_nx_px_owned::SetNxPxOwned;
@@ -201,9 +202,9 @@ impl Scheme {
     /// reached.
     pub async fn open(self, urls: &[String], name: &str, hooks: Hooks, clock: Arc<Clock>) -> Result<Box<dyn LabLock>> {
         let one = || {
-            urls.first()
-                .map(String::as_str)
-                .ok_or_else(|| Error::invalid_argument(format!("lab: {} needs a store URL", self.as_str())))
+            urls.first().map(String::as_str).ok_or_else(|| {
+                Error::new(ErrorKind::InvalidArgument, format!("lab: {} needs a store URL", self.as_str()))
+            })
         };
         Ok(match self {
             Scheme::Setnx => Box::new(Setnx::open(one()?, name).await?),

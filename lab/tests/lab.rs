@@ -7,9 +7,8 @@
 //!
 //! No bound here is a speed target: the lab's ttls are 300 ms and every wait for an
 //! expiry polls up to 4 ttls + 2 s, which is what makes it pass on a loaded 2-core machine.
-#![cfg(feature = "lab")]
 
-use baton::lab::{self, Cell, Flaw, Matrix, Property, Scheme};
+use baton_lab::{self as lab, Cell, Flaw, Matrix, Property, Scheme};
 
 use Flaw::*;
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::Scheme;
+use crate::Scheme;
 
 /// The columns: the three properties of seed 003 (§分布式锁三个属性: 互斥, 避免死锁, 容错),
 /// plus the two the seeds' fixes turn on (owner checks, fencing tokens).

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::raw::{Raw, ms};
-use super::setnx::SHARED_VALUE;
-use super::{Hooks, LabLock, Point};
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::raw::{Raw, ms};
+use crate::setnx::SHARED_VALUE;
+use crate::{Hooks, LabLock, Point};
+use baton::FencingToken;
+use baton::Result;
 
 /// `SETNX key 123`, then `PEXPIRE key ttl` as a second command; `DEL key` to release.
 ///

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::raw::Raw;
-use super::{Hooks, LabLock, Point};
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::raw::Raw;
+use crate::{Hooks, LabLock, Point};
+use baton::FencingToken;
+use baton::Result;
 
 /// `SET key <uuid> NX PX ttl`; release: `GET key`, and when it is still this client's
 /// uuid, `DEL key`.

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 /// slow each other's elections past the clients' timeouts.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Three members on free ports below the ephemeral range (`support/port.rs`). Never fixed ports: the
+/// Three members on free ports below the ephemeral range (`baton_testkit::free_port`). Never fixed ports: the
 /// machine may run this test in several checkouts at once, and a member that cannot bind
 /// its port would leave the test talking to another run's cluster, which that run then
 /// kills (seen as waiters failing with `Connection` for over a minute).

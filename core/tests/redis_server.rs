@@ -1,4 +1,4 @@
-//! The Redis store against redis-servers this test starts itself (`own_redis`: free
+//! The Redis store against redis-servers this test starts itself (`baton_testkit::OwnRedis`: free
 //! loopback ports, a temp dir, stopped by the test), for what the shared server must
 //! never see: TLS (`rediss://` with a CA and a server certificate generated here by
 //! `openssl`, `?ca=`), ACL users and wrong passwords.

@@ -1,6 +1,6 @@
 //! The protected resource of the "fenced" column: a Redis value written only through a
-//! script that remembers the highest fencing token seen (Kleppmann's fencing; seed 003
-//! §Redlock 论战: 最后的 Client 1 的写请求因为 token 是旧的,会被存储系统拒绝).
+//! script that remembers the highest fencing token seen (Kleppmann's fencing: the
+//! late write of a holder paused past its lease carries an older token and is refused).
 
 use crate::raw::Raw;
 use baton::FencingToken;

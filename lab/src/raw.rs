@@ -58,7 +58,7 @@ impl Raw {
         c
     }
 
-    /// `DEL key`: whoever holds it (the release of the seeds' first schemes).
+    /// `DEL key`: whoever holds it (the release of the shared-value schemes).
     pub(crate) async fn del(&mut self) -> Result<bool> {
         let n: i64 = self.query(&self.cmd("DEL")).await?;
         Ok(n == 1)

@@ -278,8 +278,8 @@ async fn race(lab: &Lab, f: &mut Findings) -> Result<()> {
     Ok(())
 }
 
-/// Two clients read the same expired timestamp, then both `GETSET` (the window seed 000
-/// describes): only the one that sees the timestamp it read back wins.
+/// Two clients read the same expired timestamp, then both `GETSET` (the window of
+/// the takeover): only the one that sees the timestamp it read back wins.
 async fn takeover_race(lab: &Lab, f: &mut Findings) -> Result<()> {
     if !lab.scheme.points().contains(&Point::AfterGet) {
         return Ok(());
@@ -453,8 +453,8 @@ async fn paused_holder(lab: &Lab, f: &mut Findings) -> Result<()> {
     successor_kept(lab, &name, b, f, Flaw::LateReleaseFreedSuccessor, "A, paused past its ttl, released late and").await
 }
 
-/// The holder reads its own value, then is delayed past its ttl before its delete (seed
-/// 001 铂金方案's timeline).
+/// The holder reads its own value, then is delayed past its ttl before its delete (a GC
+/// pause or a slow network between the owner check and the `DEL`).
 async fn check_then_delete(lab: &Lab, f: &mut Findings) -> Result<()> {
     if !lab.scheme.points().contains(&Point::BeforeDelete) {
         return Ok(());
@@ -525,7 +525,7 @@ async fn successor_kept(
     Ok(())
 }
 
-/// Seed 004's failover: the master dies before A's grant reached its replica, and the
+/// A failover: the master dies before A's grant reached its replica, and the
 /// promoted replica serves B. (The replica is promoted just before A's grant, so that the
 /// grant certainly never reaches it: the same end state, made deterministic.)
 async fn promoted_replica(scheme: Scheme, name: &str, f: &mut Findings) -> Result<()> {

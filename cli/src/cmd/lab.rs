@@ -1,5 +1,5 @@
-//! `baton lab`: every Redis lock scheme of the seed documents through the same faults,
-//! printed as a matrix (baton::lab).
+//! `baton lab`: every Redis lock scheme (from a bare `SETNX` to Redlock) through the same
+//! faults, printed as a matrix (baton_lab).
 
 use std::path::PathBuf;
 

@@ -40,8 +40,6 @@ mod error;
 pub mod ffi;
 mod inspect;
 mod key;
-#[cfg(feature = "lab")]
-pub mod lab;
 mod latch;
 mod lock;
 mod name;

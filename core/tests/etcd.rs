@@ -4,9 +4,7 @@
 //! real `etcdctl lock`. The 3-member cluster runs the same suite in `etcd_cluster.rs`.
 #![cfg(feature = "etcd")]
 
-mod behaviour;
-mod etcd_common;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite, etcd_suite};
 use behaviour::Store;
 
 fn url() -> String {

@@ -3,9 +3,7 @@
 //! through a balanced channel over every member.
 #![cfg(feature = "etcd")]
 
-mod behaviour;
-mod etcd_common;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite, etcd_suite};
 use behaviour::Store;
 
 fn url() -> String {

@@ -7,10 +7,7 @@
 //! intervals).
 #![cfg(feature = "etcd")]
 
-mod behaviour;
-#[path = "support/port.rs"]
-mod port;
-
+use baton_testkit::{behaviour, free_port};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,12 +20,12 @@ use tokio::time::Instant;
 /// slow each other's elections past the clients' timeouts.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Three members on free ports below the ephemeral range (`support/port.rs`). Never fixed ports: the
+/// Three members on free ports below the ephemeral range (`baton_testkit::free_port`). Never fixed ports: the
 /// machine may run this test in several checkouts at once, and a member that cannot bind
 /// its port would leave the test talking to another run's cluster, which that run then
 /// kills (seen as waiters failing with `Connection` for over a minute).
 fn free_members() -> Vec<(String, u16, u16)> {
-    (1..=3).map(|i| (format!("m{i}"), port::free_port(), port::free_port())).collect()
+    (1..=3).map(|i| (format!("m{i}"), free_port(), free_port())).collect()
 }
 
 /// The members; killed (by pid) when dropped.

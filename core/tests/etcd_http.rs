@@ -4,9 +4,7 @@
 //! interop both ways with the real `etcdctl lock`.
 #![cfg(feature = "etcd-http")]
 
-mod behaviour;
-mod etcd_common;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite, etcd_suite};
 use behaviour::Store;
 
 fn url() -> String {

@@ -4,9 +4,7 @@
 //! concurrent checks got `503` answers and ran out of their bounds.
 #![cfg(feature = "etcd-http")]
 
-mod behaviour;
-mod etcd_common;
-
+use baton_testkit::behaviour;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_waiters_in_order() {
     // Bound: queueing 200 waiters over the gateway took ~55 s and their hand-offs ~25 s at
@@ -14,7 +12,7 @@ async fn many_waiters_in_order() {
     behaviour::bounded(
         "many_waiters_in_order over the gateway",
         std::time::Duration::from_secs(300),
-        etcd_common::many_waiters_in_order(&behaviour::crash::server_url("BATON_TEST_ETCD_HTTP_URL")),
+        baton_testkit::etcd::many_waiters_in_order(&behaviour::crash::server_url("BATON_TEST_ETCD_HTTP_URL")),
     )
     .await;
 }

@@ -5,9 +5,8 @@
 //! must be told about — an untrusted certificate, a wrong password, `?ca=` misused.
 #![cfg(all(feature = "etcd", feature = "etcd-http"))]
 
-mod behaviour;
-
 use baton::{Client, ErrorKind};
+use baton_testkit::{behaviour, behaviour_suite};
 
 fn grpc_url() -> String {
     behaviour::crash::server_url("BATON_TEST_ETCDS_URL")

@@ -4,8 +4,7 @@
 //! lock scheme and run in `etcd.rs`), and the layout: the bare key, a foreign holder.
 #![cfg(feature = "etcd")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite};
 use std::process::Command;
 use std::time::Duration;
 

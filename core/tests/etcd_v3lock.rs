@@ -4,9 +4,7 @@
 //! layout, and the clear refusal of every other kind.
 #![cfg(all(feature = "etcd", feature = "etcd-http"))]
 
-mod behaviour;
-mod etcd_common;
-
+use baton_testkit::{behaviour, behaviour_suite, etcd_suite};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind};

@@ -1,7 +1,6 @@
 //! The behaviour suite on `memory://` (one named in-process store per test).
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite};
 use behaviour::Store;
 
 fn store() -> Store {

@@ -2,8 +2,7 @@
 //! `scripts/services`, URL in `BATON_TEST_MYSQL_URL`).
 #![cfg(feature = "mysql")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite};
 use behaviour::Store;
 
 fn store() -> Store {

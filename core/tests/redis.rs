@@ -4,8 +4,7 @@
 //! server, many leases renewed in pipelined batches).
 #![cfg(feature = "redis")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};

@@ -5,8 +5,7 @@
 //! watchdog renewals across many slots keep every lease.
 #![cfg(feature = "redis")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};

@@ -8,8 +8,7 @@
 //! the call that meets it with `Connection`, after which calls take the usual connection.
 #![cfg(all(feature = "redis", unix))]
 
-mod behaviour;
-
+use baton_testkit::behaviour;
 use std::time::Duration;
 
 use baton::ffi::DrivenLink;

@@ -10,8 +10,7 @@
 //! The server is `BATON_TEST_REDIS_URL` (see `redis.rs` for the unset case).
 #![cfg(feature = "redis")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite};
 use std::time::Duration;
 
 use baton::{Client, LockOptions};

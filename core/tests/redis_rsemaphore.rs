@@ -6,8 +6,7 @@
 //! with Redisson's `RSemaphore` scripts, the plain `redis` crate playing Redisson.
 #![cfg(feature = "redis")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite};
 use std::time::Duration;
 
 use baton::{Client, LockOptions};

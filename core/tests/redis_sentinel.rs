@@ -4,8 +4,7 @@
 //! servers of the test's own.
 #![cfg(feature = "redis")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite};
 use behaviour::Store;
 
 fn store() -> Store {

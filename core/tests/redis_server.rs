@@ -1,15 +1,13 @@
-//! The Redis store against redis-servers this test starts itself (`own_redis`: free
+//! The Redis store against redis-servers this test starts itself (`baton_testkit::OwnRedis`: free
 //! loopback ports, a temp dir, stopped by the test), for what the shared server must
 //! never see: TLS (`rediss://` with a CA and a server certificate generated here by
 //! `openssl`, `?ca=`), ACL users and wrong passwords.
 #![cfg(feature = "redis")]
 
-mod own_redis;
-
+use baton_testkit::{Certs, OwnRedis, SentinelSetup, TestServers, tools_present};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind};
-use own_redis::{Certs, OwnRedis, SentinelSetup, tools_present};
 use tokio::time::Instant;
 
 /// Well under the engine's 1 s re-check: a wake-up this fast came from pub/sub (here over
@@ -235,7 +233,7 @@ async fn restart_while_held_fires_lost() {
     if !tools_present(&["redis-server"]) {
         return;
     }
-    let mut srv = OwnRedis::start();
+    let mut srv = OwnRedis::start_blocking();
     let base = format!("{}?timeout=1s&connect_timeout=1s", srv.url());
     let (a, s) =
         (Client::connect(&base).await.unwrap(), Client::connect(&format!("{base}&scheme=simple")).await.unwrap());
@@ -300,7 +298,7 @@ async fn connection_cut_mid_acquire_leaves_no_orphan() {
     if !tools_present(&["redis-server"]) {
         return;
     }
-    let srv = OwnRedis::start();
+    let srv = OwnRedis::start_blocking();
     let mut admin = srv.admin();
     let _: () =
         redis::cmd("ACL").arg(&["SETUSER", "cut", "on", ">cut-pass", "~*", "&*", "+@all"]).query(&mut admin).unwrap();
@@ -383,8 +381,8 @@ async fn connection_cut_mid_acquire_leaves_no_orphan() {
 /// the sentinel (bounded: 20 s).
 async fn sentinel_trio() -> (OwnRedis, OwnRedis, OwnRedis) {
     tokio::task::spawn_blocking(|| {
-        let master = OwnRedis::start();
-        let replica = OwnRedis::start_replica_of(master.port);
+        let master = OwnRedis::start_blocking();
+        let replica = OwnRedis::start_replica_of_port(master.port);
         let sentinel = OwnRedis::start_sentinel(master.port, 1000);
         let t0 = std::time::Instant::now();
         loop {
@@ -519,7 +517,7 @@ async fn simple_waiter_woken_by_keyspace_notification() {
     if !tools_present(&["redis-server"]) {
         return;
     }
-    let srv = OwnRedis::start();
+    let srv = OwnRedis::start_blocking();
     let _: () = redis::cmd("CONFIG").arg(&["SET", "notify-keyspace-events", "Kgx"]).query(&mut srv.admin()).unwrap();
     let c = Client::connect(&format!("{}?scheme=simple", srv.url())).await.unwrap();
     let mut admin = srv.admin();
@@ -620,7 +618,7 @@ async fn scripts_reloaded_after_flush() {
     if !tools_present(&["redis-server"]) {
         return;
     }
-    let srv = OwnRedis::start();
+    let srv = OwnRedis::start_blocking();
     let c = Client::connect(&srv.url()).await.unwrap();
     let mut raw = redis::Client::open(srv.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let name = format!("flush/{}", uuid::Uuid::new_v4().simple());

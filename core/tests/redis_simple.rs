@@ -12,8 +12,7 @@
 //! `lock::close_releases_every_primitive` (likewise: `close_releases_simple`).
 #![cfg(feature = "redis")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};

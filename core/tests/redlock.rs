@@ -6,8 +6,7 @@
 //! servers of the test's own.
 #![cfg(feature = "redlock")]
 
-mod behaviour;
-
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind};

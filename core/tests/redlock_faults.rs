@@ -6,21 +6,18 @@
 //! TTL, not at once).
 #![cfg(feature = "redlock")]
 
-mod behaviour;
-mod own_redis;
-
+use baton_testkit::{OwnRedis, TestServers, behaviour, tools_present};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
 use behaviour::{bounded, eventually, unique};
-use own_redis::{OwnRedis, tools_present};
 use tokio::time::Instant;
 
 /// Five fresh, empty nodes and the `redlock://` URL over them. The node timeout is set
 /// (500 ms: far above a loaded machine's usual stalls) so that the checks do not depend
 /// on the lease-derived default.
 fn five() -> (Vec<OwnRedis>, String) {
-    let nodes: Vec<OwnRedis> = (0..5).map(|_| OwnRedis::start()).collect();
+    let nodes: Vec<OwnRedis> = (0..5).map(|_| OwnRedis::start_blocking()).collect();
     let hosts: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
     let url = format!("redlock://{}?node_timeout=500ms&retry_delay=20ms&retry_jitter=20ms", hosts.join(","));
     (nodes, url)
@@ -124,7 +121,7 @@ async fn tokens_grow_across_nodes_restarted_empty() {
     let g = c.lock(&name).acquire().await.unwrap();
     seen.push(g.token().get());
     g.release().await.unwrap();
-    nodes[0].run();
+    nodes[0].run().unwrap();
     nodes[1].restart_after(Duration::ZERO);
     nodes[2].restart_after(Duration::ZERO);
     // A fresh client: `c`'s connections to the restarted nodes would fail once each.
@@ -173,12 +170,12 @@ async fn restarting_a_node_at_once_breaks_exclusion_after_one_ttl_does_not() {
         // would land on them once they are back: wait out their node timeout (500 ms)
         // so that A holds exactly 0, 1 and 2.
         tokio::time::sleep(Duration::from_millis(700)).await;
-        nodes[3].run();
-        nodes[4].run();
+        nodes[3].run().unwrap();
+        nodes[4].run().unwrap();
         nodes[2].kill();
         let crashed = Instant::now();
         if at_once {
-            nodes[2].run();
+            nodes[2].run().unwrap();
         }
         // B tries every 20 ms (bounded: 5 s) until it gets in.
         let mut gb = None;
@@ -186,7 +183,7 @@ async fn restarting_a_node_at_once_breaks_exclusion_after_one_ttl_does_not() {
         while gb.is_none() && t0.elapsed() < Duration::from_secs(5) {
             if !at_once && crashed.elapsed() >= TTL && !nodes_up(&nodes[2]) {
                 // One TTL after the crash, node 2 comes back, empty.
-                nodes[2].run();
+                nodes[2].run().unwrap();
             }
             match b.lock(&name).try_acquire().await {
                 Ok(Some(g)) => gb = Some((g, granted_a.elapsed())),
@@ -209,7 +206,7 @@ async fn restarting_a_node_at_once_breaks_exclusion_after_one_ttl_does_not() {
         drop(gb);
         drop(ga);
         if !nodes_up(&nodes[2]) {
-            nodes[2].run();
+            nodes[2].run().unwrap();
         }
     }
 }

@@ -2,9 +2,8 @@
 //! checks, and SQLite's own: tokens survive a reopen, unwritable paths.
 #![cfg(feature = "sqlite")]
 
-mod behaviour;
-
 use baton::{Client, ErrorKind};
+use baton_testkit::{behaviour, behaviour_suite, cross_process_suite};
 use behaviour::{Store, unique};
 
 fn store() -> Store {

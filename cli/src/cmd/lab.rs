@@ -1,9 +1,9 @@
-//! `baton lab`: every Redis lock scheme of the seed documents through the same faults,
-//! printed as a matrix (baton::lab).
+//! `baton lab`: every Redis lock scheme (from a bare `SETNX` to Redlock) through the same
+//! faults, printed as a matrix (baton_lab).
 
 use std::path::PathBuf;
 
-use baton::lab::{self, Matrix, Property, Scheme};
+use baton_lab::{self as lab, Matrix, Property, Scheme};
 
 use crate::exit::{self, Failure, IOERR};
 use crate::output::{self, Table};

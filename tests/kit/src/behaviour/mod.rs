@@ -1,8 +1,7 @@
-//! The behaviour suite: every semantics line of DESIGN.md, as checks that take a store.
-//! A store joins by adding a file that calls `behaviour_suite!` with its URL factory.
-
-// Shared by several test crates, each using part of it.
-#![allow(dead_code, unreachable_pub)]
+//! The behaviour suite: every semantic rule of baton's primitives (exclusion, waiting,
+//! reentrancy, leases and their loss, fairness, readers/writers, permits, latches,
+//! multi-locks, errors), as checks that take a store. A store joins by adding a test file
+//! that calls `behaviour_suite!` with its `fn() -> Store`.
 
 pub mod crash;
 pub mod errors;

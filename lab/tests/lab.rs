@@ -1,15 +1,14 @@
 //! The lab's expected matrix, cell by cell: every safe scheme keeps every property it
-//! claims, every flawed scheme fails in exactly the way the seed documents describe
-//! (`core/src/lab/*.rs` cite them). The single-node faults run on the server of
+//! claims, every flawed scheme fails in exactly the way its rustdoc (`lab/src/*.rs`)
+//! states. The single-node faults run on the server of
 //! `scripts/services` (`BATON_TEST_REDIS_URL`, names under a random prefix, removed
 //! afterwards); the faults that kill, restart or fail over a server run on
 //! `redis-server` children of the lab's own (free ports, killed when done).
 //!
 //! No bound here is a speed target: the lab's ttls are 300 ms and every wait for an
 //! expiry polls up to 4 ttls + 2 s, which is what makes it pass on a loaded 2-core machine.
-#![cfg(feature = "lab")]
 
-use baton::lab::{self, Cell, Flaw, Matrix, Property, Scheme};
+use baton_lab::{self as lab, Cell, Flaw, Matrix, Property, Scheme};
 
 use Flaw::*;
 
@@ -21,11 +20,11 @@ enum Want {
 }
 use Want::{Broken, Kept};
 
-/// The matrix the seeds predict (columns in `Property::ALL` order: mutual exclusion, no
+/// The matrix each scheme's design predicts (columns in `Property::ALL` order: mutual exclusion, no
 /// deadlock after holder crash, no foreign unlock, survives one node loss, fenced).
 fn expected(scheme: Scheme) -> [Want; 5] {
     match scheme {
-        // 青铜: no expiry (deadlock); the bare DEL of a retried release frees the next holder.
+        // setnx: no expiry (deadlock); the bare DEL of a retried release frees the next holder.
         Scheme::Setnx => [
             Broken(RetriedReleaseFreedSuccessor),
             Broken(NoExpiry),
@@ -33,7 +32,7 @@ fn expected(scheme: Scheme) -> [Want; 5] {
             Broken(PromotedReplicaForgotLock),
             Broken(NoToken),
         ],
-        // 白银: the holder dies between SETNX and EXPIRE; the shared value lets a late DEL
+        // setnx-expire: the holder dies between SETNX and EXPIRE; the shared value lets a late DEL
         // free the successor.
         Scheme::SetnxExpire => [
             Broken(LateReleaseFreedSuccessor),
@@ -42,7 +41,7 @@ fn expected(scheme: Scheme) -> [Want; 5] {
             Broken(PromotedReplicaForgotLock),
             Broken(NoToken),
         ],
-        // 黄金: a slow holder deletes its successor's lock.
+        // set-nx-px: a slow holder deletes its successor's lock.
         Scheme::SetNxPx => [
             Broken(LateReleaseFreedSuccessor),
             Kept,
@@ -50,7 +49,7 @@ fn expected(scheme: Scheme) -> [Want; 5] {
             Broken(PromotedReplicaForgotLock),
             Broken(NoToken),
         ],
-        // 铂金: the same through the GET/DEL window.
+        // set-nx-px-owned: the same through the GET/DEL window.
         Scheme::SetNxPxOwned => [
             Broken(CheckThenDeleteWindow),
             Kept,
@@ -58,7 +57,7 @@ fn expected(scheme: Scheme) -> [Want; 5] {
             Broken(PromotedReplicaForgotLock),
             Broken(NoToken),
         ],
-        // 钻石: safe on one healthy node, unfenced, lost with its node.
+        // set-nx-px-lua: safe on one healthy node, unfenced, lost with its node.
         Scheme::SetNxPxLua => [Kept, Kept, Kept, Broken(PromotedReplicaForgotLock), Broken(NoToken)],
         // Client clocks decide expiry; the release is a bare DEL.
         Scheme::GetsetTimestamp => [
@@ -101,7 +100,7 @@ fn check(matrix: &Matrix) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_matrix_is_what_the_seeds_describe() {
+async fn the_matrix_is_what_each_scheme_predicts() {
     if !lab::redis_server_available() {
         assert!(std::env::var_os("CI").is_none(), "redis-server not installed (`scripts/services start redis`)");
         eprintln!("redis-server not on PATH: skipping the lab");

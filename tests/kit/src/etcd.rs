@@ -1,8 +1,6 @@
-//! The etcd store's own checks, shared by `etcd.rs` (gRPC) and `etcd_http.rs` (the JSON
-//! gateway): URL forms, the key layout of etcd's `concurrency.Mutex`, and interop both
+//! The etcd store's own checks, shared by core's `etcd.rs` (gRPC) and `etcd_http.rs` (the
+//! JSON gateway) test files, which expand them with `etcd_suite!`: URL forms, the key layout of etcd's `concurrency.Mutex`, and interop both
 //! ways with the real `etcdctl lock` (Debian's etcd-client, installed by scripts/services).
-
-#![allow(dead_code, unreachable_pub)]
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -429,7 +427,7 @@ macro_rules! etcd_suite {
                 $crate::behaviour::bounded(
                     stringify!($check),
                     ::std::time::Duration::from_secs(120),
-                    $crate::etcd_common::$check(&$url()),
+                    $crate::etcd::$check(&$url()),
                 )
                 .await;
             }

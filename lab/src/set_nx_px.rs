@@ -1,15 +1,14 @@
-//! `set-nx-px`: one atomic `SET NX PX` with a value every client shares (seed 001
-//! 黄金方案).
+//! `set-nx-px`: one atomic `SET NX PX` with a value every client shares.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::LabLock;
-use super::raw::Raw;
-use super::setnx::SHARED_VALUE;
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::LabLock;
+use crate::raw::Raw;
+use crate::setnx::SHARED_VALUE;
+use baton::FencingToken;
+use baton::Result;
 
 /// `SET key 123 NX PX ttl`; `DEL key` to release.
 ///
@@ -18,8 +17,7 @@ use crate::token::FencingToken;
 ///
 /// **Breaks:** every client writes the same value, so a holder cannot tell its lock from
 /// its successor's: a slow holder whose ttl ran out (A) deletes the lock its successor
-/// (B) took meanwhile, and a third client (C) gets it while B still works (seed 001
-/// 黄金方案: 用户 A 主动打开了编号为123的锁 … 用户 B 和 用户 C 执行任务产生了冲突). Comparing
+/// (B) took meanwhile, and a third client (C) gets it while B still works. Comparing
 /// the value before the `DEL` would change nothing: it is everyone's. No fencing token,
 /// one node.
 pub struct SetNxPx {

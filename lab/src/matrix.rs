@@ -3,10 +3,11 @@
 
 use serde::Serialize;
 
-use super::Scheme;
+use crate::Scheme;
 
-/// The columns: the three properties of seed 003 (§分布式锁三个属性: 互斥, 避免死锁, 容错),
-/// plus the two the seeds' fixes turn on (owner checks, fencing tokens).
+/// The columns: the three properties a distributed lock needs (mutual exclusion, no
+/// deadlock, fault tolerance), plus the two the better schemes add (owner checks, fencing
+/// tokens).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Property {
@@ -139,7 +140,7 @@ impl Row {
     }
 }
 
-/// `{"scheme": …, "seed": …, "cells": {"mutual_exclusion": {"result": …}, …}}`, columns in order.
+/// `{"scheme": …, "summary": …, "cells": {"mutual_exclusion": {"result": …}, …}}`, columns in order.
 impl Serialize for Row {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{SerializeMap, SerializeStruct};
@@ -155,7 +156,7 @@ impl Serialize for Row {
         }
         let mut st = s.serialize_struct("Row", 3)?;
         st.serialize_field("scheme", &self.scheme)?;
-        st.serialize_field("seed", self.scheme.seed())?;
+        st.serialize_field("summary", self.scheme.summary())?;
         st.serialize_field("cells", &Cells(self))?;
         st.end()
     }

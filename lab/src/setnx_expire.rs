@@ -1,15 +1,15 @@
-//! `setnx-expire`: `SETNX` then `EXPIRE`, two commands (seed 001 白银方案; seed 000
-//! §1.SetNX命令实现分布式锁, the code before Redis 2.6.12).
+//! `setnx-expire`: `SETNX` then `EXPIRE`, two commands (the usual code before Redis
+//! 2.6.12 gave `SET` its `NX PX` options).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::raw::{Raw, ms};
-use super::setnx::SHARED_VALUE;
-use super::{Hooks, LabLock, Point};
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::raw::{Raw, ms};
+use crate::setnx::SHARED_VALUE;
+use crate::{Hooks, LabLock, Point};
+use baton::FencingToken;
+use baton::Result;
 
 /// `SETNX key 123`, then `PEXPIRE key ttl` as a second command; `DEL key` to release.
 ///
@@ -17,12 +17,10 @@ use crate::token::FencingToken;
 /// the `EXPIRE` frees the lock when the ttl runs out.
 ///
 /// **Breaks:** the two steps are not atomic: a holder that dies between `SETNX` and
-/// `EXPIRE` leaves a key without expiry, and the lock is never free again (seed 001
-/// 白银方案: 如果在这两步之间发生了异常,则锁的过期时间根本就没有设置成功; seed 000: 若在这里程序
-/// 突然崩溃,则无法设置过期时间,将发生死锁). The value is the same for every client and the
+/// `EXPIRE` leaves a key without expiry, and the lock is never free again. The value is the same for every client and the
 /// release a bare `DEL`: a holder that outlived its ttl deletes its successor's lock (as
-/// `set-nx-px`). No fencing token, one node. Seed 001 sets the expiry in seconds; the lab
-/// uses `PEXPIRE` for its sub-second ttls, which changes nothing of the above.
+/// `set-nx-px`). No fencing token, one node. The usual code sets the expiry in seconds; the
+/// lab uses `PEXPIRE` for its sub-second ttls, which changes nothing of the above.
 pub struct SetnxExpire {
     raw: Raw,
     hooks: Hooks,

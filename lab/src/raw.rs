@@ -6,8 +6,8 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisError};
 
-use crate::error::{Error, Result};
-use crate::url::StoreUrl;
+use baton::StoreUrl;
+use baton::{Error, ErrorKind, Result};
 
 /// One client's connection and the key of its lock.
 pub(crate) struct Raw {
@@ -21,14 +21,15 @@ impl Raw {
     /// Connects to `url` (bounded: a dead server fails in seconds, not minutes).
     pub(crate) async fn open(url: &str, key: &str) -> Result<Raw> {
         let shown = StoreUrl::parse(url).map_or_else(|_| "(an unparsable URL)".to_owned(), |u| u.to_string());
-        let client = redis::Client::open(url).map_err(|e| Error::invalid_url(format!("lab: {shown}: {e}")))?;
+        let client =
+            redis::Client::open(url).map_err(|e| Error::new(ErrorKind::InvalidUrl, format!("lab: {shown}: {e}")))?;
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(2)))
             .set_response_timeout(Some(Duration::from_secs(2)));
         let con = client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|e| Error::connection(format!("lab: {shown}: {e}")).with_source(e))?;
+            .map_err(|e| Error::new(ErrorKind::Connection, format!("lab: {shown}: {e}")).with_source(e))?;
         Ok(Raw { con, key: key.to_owned(), shown })
     }
 
@@ -36,9 +37,9 @@ impl Raw {
     pub(crate) fn err(&self, e: RedisError) -> Error {
         let msg = format!("lab: {}: {e}", self.shown);
         if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
-            Error::connection(msg).with_source(e)
+            Error::new(ErrorKind::Connection, msg).with_source(e)
         } else {
-            Error::backend(msg).with_source(e)
+            Error::new(ErrorKind::Backend, msg).with_source(e)
         }
     }
 
@@ -57,7 +58,7 @@ impl Raw {
         c
     }
 
-    /// `DEL key`: whoever holds it (the release of the seeds' first schemes).
+    /// `DEL key`: whoever holds it (the release of the shared-value schemes).
     pub(crate) async fn del(&mut self) -> Result<bool> {
         let n: i64 = self.query(&self.cmd("DEL")).await?;
         Ok(n == 1)

@@ -1,15 +1,15 @@
-//! `setnx`: the seeds' first lock (seed 001 青铜方案; seed 000 §1.SetNX命令实现分布式锁).
+//! `setnx`: the simplest Redis lock, `SETNX` with no expiry.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::LabLock;
-use super::raw::Raw;
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::LabLock;
+use crate::raw::Raw;
+use baton::FencingToken;
+use baton::Result;
 
-/// The value seed 001's code stores for every client alike.
+/// The value every client of the shared-value schemes stores alike.
 pub(crate) const SHARED_VALUE: &str = "123";
 
 /// `SETNX key 123` to take the lock, `DEL key` to give it back.
@@ -18,8 +18,7 @@ pub(crate) const SHARED_VALUE: &str = "123";
 /// (`SETNX` is atomic).
 ///
 /// **Breaks:** the key never expires, so a holder that dies holding it (an exception
-/// before the `DEL`, a crashed server) blocks everyone for ever (seed 001 青铜方案: 业务代码
-/// 出现异常或者服务器宕机,没有执行删除锁的逻辑,就造成了死锁). The release is a bare `DEL`
+/// before the `DEL`, a crashed server) blocks everyone for ever. The release is a bare `DEL`
 /// that checks no owner: a late retry of a release deletes whoever holds the lock now. No
 /// fencing token, one node.
 pub struct Setnx {

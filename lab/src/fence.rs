@@ -1,10 +1,10 @@
 //! The protected resource of the "fenced" column: a Redis value written only through a
-//! script that remembers the highest fencing token seen (Kleppmann's fencing; seed 003
-//! §Redlock 论战: 最后的 Client 1 的写请求因为 token 是旧的,会被存储系统拒绝).
+//! script that remembers the highest fencing token seen (Kleppmann's fencing: the
+//! late write of a holder paused past its lease carries an older token and is refused).
 
-use super::raw::Raw;
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::raw::Raw;
+use baton::FencingToken;
+use baton::Result;
 
 /// Writes `ARGV[2]` unless `ARGV[1]` (a token; empty: none) is below the highest token
 /// already seen. A write without a token cannot be checked and is taken as it comes.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use crate::error::{Error, Result};
+use baton::{Error, ErrorKind, Result};
 
 /// A place between two commands of a scheme's acquire or release.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,7 +87,7 @@ impl Hooks {
 
 /// The error a scheme step returns when the lab crashed the holder at `point`.
 pub(crate) fn crashed(point: Point) -> Error {
-    Error::backend(format!("lab: the holder crashed {point}"))
+    Error::new(ErrorKind::Backend, format!("lab: the holder crashed {point}"))
 }
 
 /// Where a paused holder waits. `Notify::notify_one` keeps a permit, so neither side can
@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_jumped_clock_runs_ahead() {
-        let (c, real) = (crate::lab::Clock::system(), crate::lab::Clock::system());
+        let (c, real) = (crate::Clock::system(), crate::Clock::system());
         c.jump(60_000);
         let ahead = c.now_ms() - real.now_ms();
         assert!((59_000..=61_000).contains(&ahead), "{ahead}");

@@ -1,15 +1,9 @@
-//! The lab: every Redis lock scheme the seed documents walk through, flawed ones
-//! included, by name, and the torture harness that drives them all through the same
-//! scripted faults (`baton lab`). Never a default: it exists so that users can see for
-//! themselves why baton's defaults are what they are, and interoperate with legacy
-//! deployments knowingly.
-//!
-//! The seeds are the Chinese source documents under `shared/seeds/`; each scheme's
-//! rustdoc cites the file and section it follows:
-//! - `000` = `000_1beee0d9ea0293d6.txt` (分布式锁: SETNX, SET NX PX, Redisson, Redlock),
-//! - `001` = `001_462f428451d4dedc.txt` (青铜 → 钻石 → 王者: the five-step evolution),
-//! - `003` = `003_7eba19a76c6b04b7.txt` (three properties; the Redlock debate; fencing),
-//! - `004` = `004_a25e2eb4415add97.txt` (three Redis locks compared; master failover).
+//! The lab: the usual Redis lock schemes, from a bare `SETNX` to Redisson's hash lock and
+//! Redlock, flawed ones included, by name, and the torture harness that drives them all
+//! through the same scripted faults (`baton lab`). Never a default: it exists so that
+//! users can see for themselves why baton's defaults are what they are, and interoperate
+//! with legacy deployments knowingly. Each scheme's rustdoc states what it does, what it
+//! guarantees and what breaks it.
 //!
 //! Each scheme implements [`LabLock`]: one attempt to acquire, one release, each made of
 //! the scheme's separate Redis commands with a fault [`Point`] between them, so that
@@ -19,7 +13,7 @@
 //! ```no_run
 //! # async fn f() -> baton::Result<()> {
 //! use std::{sync::Arc, time::Duration};
-//! use baton::lab::{self, Clock, Hooks, LabLock, Point, Scheme};
+//! use baton_lab::{self as lab, Clock, Hooks, LabLock, Point, Scheme};
 //!
 //! let matrix = lab::run(&lab::Config::default()).await?; // redis-server children of its own
 //! print!("{}", matrix.to_markdown());
@@ -56,8 +50,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::error::{Error, Result};
-use crate::token::FencingToken;
+use baton::FencingToken;
+use baton::{Error, ErrorKind, Result};
 
 pub use baton_lock::BatonLock;
 pub use clock::Clock;
@@ -65,7 +59,8 @@ pub use fence::FencedResource;
 pub use getset_timestamp::GetsetTimestamp;
 pub use hooks::{Gate, Hooks, Point};
 pub use matrix::{Cell, Flaw, Matrix, Property, Row};
-pub use servers::{OwnRedis, redis_server_available};
+pub use port::free_loopback_port;
+pub use servers::{OwnRedis, TlsFiles, redis_server_available};
 pub use set_nx_px::SetNxPx;
 pub use set_nx_px_lua::SetNxPxLua;
 pub use set_nx_px_owned::SetNxPxOwned;
@@ -118,7 +113,7 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    /// Every scheme, in the order of the seeds' evolution (and of the matrix).
+    /// Every scheme, from the simplest to baton's own (the order of the matrix).
     pub const ALL: [Scheme; 8] = [
         Scheme::Setnx,
         Scheme::SetnxExpire,
@@ -149,27 +144,29 @@ impl Scheme {
         Scheme::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
-    /// Where the seeds describe it: file in `shared/seeds/` and section.
-    pub fn seed(self) -> &'static str {
+    /// One line: what the scheme does, and what it keeps or breaks.
+    pub fn summary(self) -> &'static str {
         match self {
-            Scheme::Setnx => "001_462f428451d4dedc.txt §青铜方案",
+            Scheme::Setnx => "SETNX, released by DEL: no expiry, so a dead holder deadlocks everyone; no owner check",
             Scheme::SetnxExpire => {
-                "001_462f428451d4dedc.txt §白银方案; 000_1beee0d9ea0293d6.txt §1.SetNX命令实现分布式锁"
+                "SETNX then EXPIRE: a holder dying between the two leaves a lock that never expires; no owner check"
             }
-            Scheme::SetNxPx => "001_462f428451d4dedc.txt §黄金方案",
-            Scheme::SetNxPxOwned => "001_462f428451d4dedc.txt §铂金方案",
+            Scheme::SetNxPx => {
+                "atomic SET NX PX with a shared value: a holder past its ttl deletes its successor's lock"
+            }
+            Scheme::SetNxPxOwned => {
+                "SET NX PX with a unique value, released by GET then DEL: the gap between them frees a successor's lock"
+            }
             Scheme::SetNxPxLua => {
-                "001_462f428451d4dedc.txt §钻石方案; 000_1beee0d9ea0293d6.txt §2.SET key value…; 004_a25e2eb4415add97.txt §实现二"
+                "SET NX PX with a unique value, released by a compare-and-delete script: safe on one node, unfenced"
             }
             Scheme::GetsetTimestamp => {
-                "000_1beee0d9ea0293d6.txt §2) 方式一: 设置value为锁过期时间; 004_a25e2eb4415add97.txt §实现一"
+                "SETNX of an expiry timestamp, taken over by GETSET: client clocks decide expiry; no owner check"
             }
             Scheme::Redisson => {
-                "000_1beee0d9ea0293d6.txt §3.Redission分布式锁; 001_462f428451d4dedc.txt §王者方案; 003_7eba19a76c6b04b7.txt §Redlock 论战 (fencing token)"
+                "Redisson's hash lock with fencing tokens: safe and fenced on one node, lost with that node"
             }
-            Scheme::Redlock => {
-                "000_1beee0d9ea0293d6.txt §Redlock(红锁); 003_7eba19a76c6b04b7.txt §Redlock 论战; 004_a25e2eb4415add97.txt §实现三"
-            }
+            Scheme::Redlock => "Redlock over independent nodes with fencing tokens: survives a minority of nodes lost",
         }
     }
 
@@ -201,9 +198,9 @@ impl Scheme {
     /// reached.
     pub async fn open(self, urls: &[String], name: &str, hooks: Hooks, clock: Arc<Clock>) -> Result<Box<dyn LabLock>> {
         let one = || {
-            urls.first()
-                .map(String::as_str)
-                .ok_or_else(|| Error::invalid_argument(format!("lab: {} needs a store URL", self.as_str())))
+            urls.first().map(String::as_str).ok_or_else(|| {
+                Error::new(ErrorKind::InvalidArgument, format!("lab: {} needs a store URL", self.as_str()))
+            })
         };
         Ok(match self {
             Scheme::Setnx => Box::new(Setnx::open(one()?, name).await?),

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
-use super::matrix::{Cell, Flaw, Matrix, Property, Row};
-use super::raw::Raw;
-use super::servers::{OwnRedis, redis_server_available};
-use super::{Clock, FencedResource, Hooks, LabLock, Point, Scheme};
-use crate::error::{Error, ErrorKind, Result};
-use crate::url::StoreUrl;
+use crate::matrix::{Cell, Flaw, Matrix, Property, Row};
+use crate::raw::Raw;
+use crate::servers::{OwnRedis, redis_server_available};
+use crate::{Clock, FencedResource, Hooks, LabLock, Point, Scheme};
+use baton::StoreUrl;
+use baton::{Error, ErrorKind, Result};
 
 /// The lease of holders that must keep theirs through a scenario.
 const LONG_TTL: Duration = Duration::from_secs(30);
@@ -58,16 +58,17 @@ impl Default for Config {
 /// `Connection`/`Backend` when a server fails outside the faults the lab causes.
 pub async fn run(config: &Config) -> Result<Matrix> {
     if config.ttl.is_zero() || config.ttl > Duration::from_secs(10) {
-        return Err(Error::invalid_argument("lab: the ttl must be between 1 ms and 10 s"));
+        return Err(Error::new(ErrorKind::InvalidArgument, "lab: the ttl must be between 1 ms and 10 s"));
     }
     let own_servers = redis_server_available();
     let (_own, url, server) = match &config.url {
         Some(url) => {
             let parsed = StoreUrl::parse(url)?;
             if !matches!(parsed.scheme(), "redis" | "rediss") {
-                return Err(Error::invalid_argument(format!(
-                    "lab: {parsed} is not a single Redis server (redis:// or rediss://)"
-                )));
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("lab: {parsed} is not a single Redis server (redis:// or rediss://)"),
+                ));
             }
             (None, url.clone(), parsed.to_string())
         }
@@ -77,7 +78,8 @@ pub async fn run(config: &Config) -> Result<Matrix> {
             (Some(own), url.clone(), format!("{url} (the lab's own redis-server)"))
         }
         None => {
-            return Err(Error::unsupported(
+            return Err(Error::new(
+                ErrorKind::Unsupported,
                 "lab: needs redis-server on PATH (the lab starts its own servers) or a Redis URL (--url)",
             ));
         }
@@ -276,8 +278,8 @@ async fn race(lab: &Lab, f: &mut Findings) -> Result<()> {
     Ok(())
 }
 
-/// Two clients read the same expired timestamp, then both `GETSET` (the window seed 000
-/// describes): only the one that sees the timestamp it read back wins.
+/// Two clients read the same expired timestamp, then both `GETSET` (the window of
+/// the takeover): only the one that sees the timestamp it read back wins.
 async fn takeover_race(lab: &Lab, f: &mut Findings) -> Result<()> {
     if !lab.scheme.points().contains(&Point::AfterGet) {
         return Ok(());
@@ -302,7 +304,7 @@ async fn takeover_race(lab: &Lab, f: &mut Findings) -> Result<()> {
     let mut outcomes = Vec::new();
     for (task, gate) in takers {
         gate.open();
-        outcomes.push(task.await.map_err(|e| Error::backend(format!("lab: a taker failed: {e}")))?);
+        outcomes.push(task.await.map_err(|e| Error::new(ErrorKind::Backend, format!("lab: a taker failed: {e}")))?);
     }
     winners(outcomes, f, "of 2 clients taking over the same expired lock").await
 }
@@ -336,14 +338,15 @@ async fn must_acquire(lock: &mut Box<dyn LabLock>, ttl: Duration, scheme: Scheme
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Err(last.unwrap_or_else(|| Error::backend(format!("lab: {scheme}: a free lock was refused 5 times"))))
+    Err(last
+        .unwrap_or_else(|| Error::new(ErrorKind::Backend, format!("lab: {scheme}: a free lock was refused 5 times"))))
 }
 
 /// Waits (bounded) until a paused holder stands at its gate.
-async fn reach(gate: &super::Gate, scheme: Scheme) -> Result<()> {
+async fn reach(gate: &crate::Gate, scheme: Scheme) -> Result<()> {
     tokio::time::timeout(Duration::from_secs(10), gate.reached())
         .await
-        .map_err(|_| Error::backend(format!("lab: {scheme}: the holder never reached its fault point")))
+        .map_err(|_| Error::new(ErrorKind::Backend, format!("lab: {scheme}: the holder never reached its fault point")))
 }
 
 /// The holder dies between two steps of its acquire: the lock must still come free.
@@ -354,7 +357,10 @@ async fn crash_between_steps(lab: &Lab, f: &mut Findings) -> Result<()> {
         let mut a = lab.client(&name, Hooks::crash_at(point)).await?;
         let crashed = a.acquire(lab.ttl).await;
         if crashed.is_ok() {
-            return Err(Error::backend(format!("lab: {}: the crash at {point} did not happen", lab.scheme)));
+            return Err(Error::new(
+                ErrorKind::Backend,
+                format!("lab: {}: the crash at {point} did not happen", lab.scheme),
+            ));
         }
         a.crash();
         let how = format!("the holder crashed {point}: the key was left");
@@ -424,7 +430,7 @@ async fn paused_holder(lab: &Lab, f: &mut Findings) -> Result<()> {
     // A is paused from here: it sends nothing while B polls for the lock.
     let mut b = lab.client(&name, Hooks::none()).await?;
     if !lab.acquire_within(&mut b, lab.ttl).await? {
-        return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
+        return Err(Error::new(ErrorKind::Backend, format!("lab: {}: a lapsed lease never came free", lab.scheme)));
     }
     let token_b = b.token();
     let mut resource = FencedResource::open(&lab.urls[0], &format!("{name}:resource")).await?;
@@ -447,8 +453,8 @@ async fn paused_holder(lab: &Lab, f: &mut Findings) -> Result<()> {
     successor_kept(lab, &name, b, f, Flaw::LateReleaseFreedSuccessor, "A, paused past its ttl, released late and").await
 }
 
-/// The holder reads its own value, then is delayed past its ttl before its delete (seed
-/// 001 铂金方案's timeline).
+/// The holder reads its own value, then is delayed past its ttl before its delete (a GC
+/// pause or a slow network between the owner check and the `DEL`).
 async fn check_then_delete(lab: &Lab, f: &mut Findings) -> Result<()> {
     if !lab.scheme.points().contains(&Point::BeforeDelete) {
         return Ok(());
@@ -465,7 +471,7 @@ async fn check_then_delete(lab: &Lab, f: &mut Findings) -> Result<()> {
         tokio::select! {
             () = gate.reached() => {}
             done = &mut release => {
-                done.map_err(|e| Error::backend(format!("lab: the release failed: {e}")))??;
+                done.map_err(|e| Error::new(ErrorKind::Backend, format!("lab: the release failed: {e}")))??;
                 ttl *= 2;
                 continue;
             }
@@ -475,14 +481,14 @@ async fn check_then_delete(lab: &Lab, f: &mut Findings) -> Result<()> {
         let mut b = lab.client(&name, Hooks::none()).await?;
         let b_granted = lab.acquire_within(&mut b, ttl).await;
         gate.open();
-        release.await.map_err(|e| Error::backend(format!("lab: the paused release failed: {e}")))??;
+        release.await.map_err(|e| Error::new(ErrorKind::Backend, format!("lab: the paused release failed: {e}")))??;
         if !b_granted? {
-            return Err(Error::backend(format!("lab: {}: a lapsed lease never came free", lab.scheme)));
+            return Err(Error::new(ErrorKind::Backend, format!("lab: {}: a lapsed lease never came free", lab.scheme)));
         }
         let how = "A read its own value, was delayed past its ttl, and its DEL";
         return successor_kept(lab, &name, b, f, Flaw::CheckThenDeleteWindow, how).await;
     }
-    Err(Error::backend(format!("lab: {}: the holder's GET never found its own value", lab.scheme)))
+    Err(Error::new(ErrorKind::Backend, format!("lab: {}: the holder's GET never found its own value", lab.scheme)))
 }
 
 /// A release sent twice (a retry after a lost reply) lands after the next grant.
@@ -493,7 +499,7 @@ async fn retried_release(lab: &Lab, f: &mut Findings) -> Result<()> {
     must_acquire(&mut a, LONG_TTL, lab.scheme).await?;
     a.release().await?;
     if !b.acquire(LONG_TTL).await? {
-        return Err(Error::backend(format!("lab: {}: a released lock was refused", lab.scheme)));
+        return Err(Error::new(ErrorKind::Backend, format!("lab: {}: a released lock was refused", lab.scheme)));
     }
     a.release().await?;
     successor_kept(lab, &name, b, f, Flaw::RetriedReleaseFreedSuccessor, "A's retried release (a bare DEL)").await
@@ -519,7 +525,7 @@ async fn successor_kept(
     Ok(())
 }
 
-/// Seed 004's failover: the master dies before A's grant reached its replica, and the
+/// A failover: the master dies before A's grant reached its replica, and the
 /// promoted replica serves B. (The replica is promoted just before A's grant, so that the
 /// grant certainly never reaches it: the same end state, made deterministic.)
 async fn promoted_replica(scheme: Scheme, name: &str, f: &mut Findings) -> Result<()> {

@@ -1,17 +1,16 @@
 //! `set-nx-px-lua`: a unique value, released by an atomic compare-and-delete script: the
-//! safe simple lock (seed 001 钻石方案; seed 000 §2.SET key value [EX seconds] …; seed
-//! 004 实现二).
+//! safe simple lock on one node.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::LabLock;
-use super::raw::Raw;
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::LabLock;
+use crate::raw::Raw;
+use baton::FencingToken;
+use baton::Result;
 
-/// The compare-and-delete of the seeds, word for word.
+/// The usual compare-and-delete, word for word.
 const RELEASE: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
 
 /// `SET key <uuid> NX PX ttl`; release: one Lua script deleting the key only while it
@@ -24,9 +23,8 @@ const RELEASE: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis
 ///
 /// **Breaks:** a holder paused past its ttl still *believes* it holds the lock and its
 /// writes land after its successor's: the random value orders nothing, so a resource
-/// cannot reject them (seed 003 §Redlock 论战: 没有自增 id 或 fencing token 来阻断同时获得锁的
-/// 两个客户端). One node: a restart without persistence, or a replica promoted before the
-/// grant reached it, hands the lock to a second client (seed 004 §Redis集群分布式锁).
+/// cannot reject them. One node: a restart without persistence, or a replica promoted before the
+/// grant reached it, hands the lock to a second client.
 pub struct SetNxPxLua {
     raw: Raw,
     value: String,

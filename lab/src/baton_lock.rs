@@ -1,15 +1,15 @@
 //! The `redisson` and `redlock` rows: baton's own locks, driven through the public
-//! [`Client`] API exactly as an application would (seed 000 §3.Redission分布式锁, seed 001
-//! 王者方案; seed 000 §Redlock(红锁), seed 004 实现三).
+//! [`Client`] API exactly as an application would: Redisson's hash lock on one node,
+//! and Redlock over independent nodes.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::LabLock;
-use crate::error::{ErrorKind, Result};
-use crate::token::FencingToken;
-use crate::{Client, LockGuard, LockOptions};
+use crate::LabLock;
+use baton::FencingToken;
+use baton::{Client, LockGuard, LockOptions};
+use baton::{ErrorKind, Result};
 
 /// A baton [`Client`] on `redis://` (Redisson's `RLock` hash: field `uuid:n` → hold count,
 /// one Lua script per step, expiry on the server's clock) or `redlock://` (the same lock
@@ -20,14 +20,15 @@ use crate::{Client, LockGuard, LockOptions};
 /// **Guarantees:** one holder at a time while holders keep their lease; a dead holder's
 /// lease ends; a release never frees another owner's lock (a late one fails with
 /// `LockLost`); every grant carries a token larger than every earlier one, so a fenced
-/// resource rejects a paused ex-holder's writes (seed 003 §Redlock 论战, Hazelcast's
+/// resource rejects a paused ex-holder's writes (fencing, as Hazelcast's
 /// FencedLock). `redlock://` also survives the loss of a minority of its nodes.
 ///
 /// **Breaks:** `redis://` lives on one node (or one master): a restart without
 /// persistence or a replica promoted before the grant reached it hands the lock out again
-/// (seed 004 §Redis集群分布式锁) — fencing still rejects the stale holder's writes when the
+/// — fencing still rejects the stale holder's writes when the
 /// resource keeps its own highest token. `redlock://` rests on bounded clock drift and on
-/// restarted nodes staying down for a ttl (seed 000 §Redlock 总结 5; seed 003 §Redlock 论战).
+/// restarted nodes staying down for a ttl (a node that restarts empty at once can join a
+/// second quorum for a lock it had granted).
 pub struct BatonLock {
     client: Client,
     name: String,

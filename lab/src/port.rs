@@ -1,5 +1,5 @@
 //! Loopback ports for servers baton starts itself: the lab's (`servers`) and the tests'
-//! (`core/tests/support/port.rs` includes this file, so both pick ports one way).
+//! (baton's test kit uses this one rule too).
 
 use std::collections::BTreeSet;
 use std::net::TcpListener;
@@ -10,7 +10,7 @@ use std::sync::Mutex;
 /// (32768–60999): a port the OS hands out as free from that range can become the local
 /// port of some outgoing connection before the server binds it (seen in CI: a cluster bus
 /// port "already in use").
-pub(crate) fn free_loopback_port() -> Option<u16> {
+pub fn free_loopback_port() -> Option<u16> {
     static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
     let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
     for _ in 0..1000 {

@@ -1,30 +1,29 @@
-//! `getset-timestamp`: the old SETNX-with-expiry-timestamp recipe (seed 000 §2) 方式一:
-//! 设置value为锁过期时间; seed 004 实现一: SETNX实现的分布式锁).
+//! `getset-timestamp`: the old recipe from before `SET NX PX`: `SETNX` with the expiry
+//! timestamp as the value, taken over by `GETSET` once that timestamp passed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::raw::Raw;
-use super::{Clock, Hooks, LabLock, Point};
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::raw::Raw;
+use crate::{Clock, Hooks, LabLock, Point};
+use baton::FencingToken;
+use baton::Result;
 
 /// `SETNX key <now + ttl + 1>`; when that fails, `GET key`, and if the timestamp read is
 /// past (by this client's clock), `GETSET key <now + ttl + 1>`: the lock is taken when
 /// `GETSET` returns the very timestamp read (only one of several racing takers sees it).
-/// Release: `DEL key` (seed 000's `wrongReleaseLock1`).
+/// Release: a bare `DEL key`.
 ///
 /// **Guarantees:** one holder at a time while holders finish in time *and every client's
 /// clock agrees*; a dead holder's lock is taken over once its timestamp passed; of several
 /// clients taking over one expired lock at once, exactly one wins.
 ///
 /// **Breaks:** expiry is judged by each client's clock: a client whose clock runs ahead
-/// takes over a live lock (seed 000: 各个客户端自己生成过期时间,而保证不同客户端时间的同步也是一个
-/// 问题). The losers of a takeover race still overwrite the timestamp (锁的值被覆盖). The
-/// lock has no owner: a holder that outlived its timestamp deletes its successor's lock
-/// with its `DEL` (可能导致客户端A加的锁被客户端B释放了). No fencing token, one node.
+/// takes over a live lock. The losers of a takeover race still overwrite the timestamp
+/// (the winner's expiry moves). The lock has no owner: a holder that outlived its
+/// timestamp deletes its successor's lock with its `DEL`. No fencing token, one node.
 pub struct GetsetTimestamp {
     raw: Raw,
     hooks: Hooks,

@@ -1,14 +1,13 @@
-//! `set-nx-px-owned`: a unique value, released by `GET`, compare, then `DEL` (seed 001
-//! 铂金方案).
+//! `set-nx-px-owned`: a unique value, released by `GET`, compare, then `DEL`.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::raw::Raw;
-use super::{Hooks, LabLock, Point};
-use crate::error::Result;
-use crate::token::FencingToken;
+use crate::raw::Raw;
+use crate::{Hooks, LabLock, Point};
+use baton::FencingToken;
+use baton::Result;
 
 /// `SET key <uuid> NX PX ttl`; release: `GET key`, and when it is still this client's
 /// uuid, `DEL key`.
@@ -19,8 +18,7 @@ use crate::token::FencingToken;
 ///
 /// **Breaks:** the check and the delete are two commands. A holder that read its own
 /// uuid and is then delayed past its ttl (a GC pause, a slow network) deletes the lock
-/// its successor took in the gap (seed 001 铂金方案的缺陷: 第 4 步和第 5 步并不是原子性的 …
-/// 清理锁,但是这个锁其实是线程 B 抢占的锁). No fencing token, one node.
+/// its successor took in the gap. No fencing token, one node.
 pub struct SetNxPxOwned {
     raw: Raw,
     hooks: Hooks,

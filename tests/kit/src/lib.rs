@@ -1,0 +1,15 @@
+//! What baton's test crates share: redis-servers of their own with TLS, sentinels and
+//! clusters ([`OwnRedis`], [`TestServers`], [`Certs`]), loopback ports ([`free_port`]),
+//! the behaviour suite every store runs ([`behaviour_suite!`], [`cross_process_suite!`])
+//! and the etcd store's checks ([`etcd_suite!`]).
+//!
+//! `OwnRedis` itself is `baton_lab::OwnRedis`, re-exported: the lab starts the same
+//! servers at run time, and this crate (never published) depends on the lab rather than
+//! the other way round, so that the lab and the CLI stay publishable.
+
+pub mod behaviour;
+pub mod etcd;
+mod servers;
+
+pub use baton_lab::OwnRedis;
+pub use servers::{Certs, SentinelSetup, TestServers, free_port, tools_present};

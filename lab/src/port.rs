@@ -10,15 +10,31 @@ use std::sync::Mutex;
 /// (32768–60999): a port the OS hands out as free from that range can become the local
 /// port of some outgoing connection before the server binds it (seen in CI: a cluster bus
 /// port "already in use").
+///
+/// `BATON_PORT_RANGE=LOW-HIGH` narrows the range (inclusive, within 1024–32767): test
+/// processes that run side by side each take their own range, so one cannot take the port
+/// another is about to bind or to re-bind after a restart.
 pub fn free_loopback_port() -> Option<u16> {
     static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let (low, high) = port_range();
     let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
     for _ in 0..1000 {
-        let port = rand::random_range(10_000..20_000);
+        let port = rand::random_range(low..=high);
         if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
             given.insert(port);
             return Some(port);
         }
     }
     None
+}
+
+/// The range `free_loopback_port` draws from: `BATON_PORT_RANGE` when it is a valid
+/// `LOW-HIGH` below the ephemeral range, else 10000–19999.
+fn port_range() -> (u16, u16) {
+    let parse = |v: &str| {
+        let (l, h) = v.split_once('-')?;
+        let (l, h) = (l.trim().parse::<u16>().ok()?, h.trim().parse::<u16>().ok()?);
+        (1024 <= l && l <= h && h < 32768).then_some((l, h))
+    };
+    std::env::var("BATON_PORT_RANGE").ok().as_deref().and_then(parse).unwrap_or((10_000, 19_999))
 }

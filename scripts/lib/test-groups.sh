@@ -15,6 +15,9 @@ TEST_GROUPS=(
     "etcd:etcd*"
     "rest:*"
 )
+# The servers a group's tests start themselves take ports from the group's own range
+# (BATON_PORT_RANGE, read by baton_lab::free_loopback_port).
+declare -A GROUP_PORTS=([redis]=10000-13999 [etcd]=14000-16999 [rest]=17000-19999)
 
 list_test_binaries() {
     local out=$1; shift
@@ -47,7 +50,7 @@ _run_group() {   # _run_group GROUP LIST LOG: the group's binaries, one after an
         local t0=$SECONDS
         echo "── [$group] $name (${dir#"$ROOT"/})"
         # As cargo runs them: from the package's folder, with its manifest dir set.
-        if ! (cd "$dir" && CARGO_MANIFEST_DIR=$dir timeout --kill-after=30 20m "$exe" </dev/null); then
+        if ! (cd "$dir" && BATON_PORT_RANGE=${GROUP_PORTS[$group]:-} CARGO_MANIFEST_DIR=$dir timeout --kill-after=30 20m "$exe" </dev/null); then
             echo "── [$group] $name FAILED"
             rc=1
         fi

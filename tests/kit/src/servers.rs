@@ -30,7 +30,7 @@ pub fn tools_present(tools: &[&str]) -> bool {
 /// A free loopback port in 10000–19999 for a server to bind next, never the same twice in
 /// this process (the lab's rule: below Linux's ephemeral range).
 pub fn free_port() -> u16 {
-    baton_lab::free_loopback_port().expect("no free loopback port in 10000-19999 after 1000 tries")
+    baton_lab::free_loopback_port().expect("no free loopback port (10000-19999, or BATON_PORT_RANGE) after 1000 tries")
 }
 
 /// A CA and a server certificate for 127.0.0.1 / localhost signed by it (P-256 keys:

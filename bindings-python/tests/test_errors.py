@@ -14,7 +14,7 @@ import pytest
 import baton
 from baton import _baton
 
-# The table of GUIDE B.5: core kind → (class, builtin it must also be).
+# Core kind → (the class it raises, the builtin exception that class also is).
 MAPPING = {
     "InvalidArgument": (baton.InvalidArgument, ValueError),
     "InvalidUrl": (baton.InvalidUrl, None),

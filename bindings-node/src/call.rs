@@ -75,6 +75,7 @@ where
     #[cfg(not(feature = "fast"))]
     {
         let _ = link;
+        // SAFETY: napi calls the resolver on the JavaScript thread of `env`.
         let resolve = |env, v| unsafe { T::to_napi_value(env, v) };
         napi::bindgen_prelude::execute_tokio_future(env.raw(), fut, resolve).map(Promise)
     }

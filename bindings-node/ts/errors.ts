@@ -3,8 +3,9 @@
 import native from './native.js';
 
 /**
- * The kind of a {@link BatonError}, the same names in every language of baton (the core's
- * error kinds; test/errors.test.ts checks this list against the addon's).
+ * The kind of a {@link BatonError}, the same names in every language of baton: the core's
+ * error kinds, whose values {@link errorCodes} reads from the addon (this union is their
+ * type for callers, the one place TypeScript needs them spelled out).
  */
 export type BatonErrorCode =
   | 'InvalidArgument'

@@ -128,7 +128,7 @@ async function redlockScenarios(url, client) {
       await g.release();
     }
     out.push(summary('node-redlock release -> waiter granted', 2, samples, performance.now() - t0, false));
-    // The same ttl handle with the JavaScript-thread link off (src/here.rs): the calls on
+    // The same ttl handle with the JavaScript-thread link off (src/fast/here.rs): the calls on
     // napi's worker, as before that link existed. The variable is read at connect.
     process.env.BATON_NODE_DRIVEN_LINK = '0';
     const off = await connect(url).finally(() => delete process.env.BATON_NODE_DRIVEN_LINK);

@@ -3,26 +3,33 @@
 //! errors (`baton::rt::catch_panics`), and waits that JavaScript can abort take a
 //! [`CancelToken`] the facade trips from an `AbortSignal`. Polling in place instead of
 //! hopping to baton's shared runtime (`baton::rt::run`) saves two thread wake-ups a call.
+//!
+//! The hot calls (acquire, tryAcquire, release, close) return a [`Promise`] made by
+//! [`hot`]: through the fast path (`fast/`, cargo feature `fast`) when built, else
+//! through napi's own future-to-promise bridge, as every other call.
 
 use std::future::Future;
+use std::sync::Arc;
 
+use napi::bindgen_prelude::ToNapiValue;
+use napi::{Env, sys};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
-use crate::errors::{aborted, to_napi};
+use crate::errors::{Answer, aborted};
 
-/// Runs `fut` and maps its error for JavaScript.
-pub(crate) async fn run<T, F>(fut: F) -> napi::Result<T>
+/// Runs `fut`; its error settles the call as the JavaScript error of its kind.
+pub(crate) async fn run<T, F>(fut: F) -> napi::Result<Answer<T>>
 where
     T: Send + 'static,
     F: Future<Output = baton::Result<T>> + Send + 'static,
 {
-    baton::rt::catch_panics(fut).await.map_err(to_napi)
+    Ok(Answer(baton::rt::catch_panics(fut).await))
 }
 
 /// As [`run`], but a tripped `cancel` drops `fut` at once (the acquire futures of the core
 /// are cancel-safe: nothing stays held or queued) and rejects with the `Cancelled` status.
-pub(crate) async fn run_cancellable<T, F>(cancel: Option<CancellationToken>, fut: F) -> napi::Result<T>
+pub(crate) async fn run_cancellable<T, F>(cancel: Option<CancellationToken>, fut: F) -> napi::Result<Answer<T>>
 where
     T: Send + 'static,
     F: Future<Output = baton::Result<T>> + Send + 'static,
@@ -35,7 +42,42 @@ where
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(aborted()),
-        r = baton::rt::catch_panics(fut) => r.map_err(to_napi),
+        r = baton::rt::catch_panics(fut) => Ok(Answer(r)),
+    }
+}
+
+/// A client's fast link to its store (`fast::Link`); none without the `fast` feature.
+#[cfg(feature = "fast")]
+pub(crate) use crate::fast::Link;
+/// No link without the `fast` feature (the type has no value).
+#[cfg(not(feature = "fast"))]
+pub(crate) enum Link {}
+
+/// A promise made by [`hot`], returned as is to JavaScript.
+pub struct Promise(pub(crate) sys::napi_value);
+
+impl ToNapiValue for Promise {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        Ok(val.0)
+    }
+}
+
+/// A promise of `fut`'s answer for a hot call, over `link` where the fast path has one.
+pub(crate) fn hot<T, F>(env: &Env, link: Option<&Arc<Link>>, fut: F) -> napi::Result<Promise>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = napi::Result<T>> + Send + 'static,
+{
+    #[cfg(feature = "fast")]
+    {
+        crate::fast::promise(env, link, fut)
+    }
+    #[cfg(not(feature = "fast"))]
+    {
+        let _ = link;
+        // SAFETY: napi calls the resolver on the JavaScript thread of `env`.
+        let resolve = |env, v| unsafe { T::to_napi_value(env, v) };
+        napi::bindgen_prelude::execute_tokio_future(env.raw(), fut, resolve).map(Promise)
     }
 }
 
@@ -62,16 +104,4 @@ impl CancelToken {
 /// The core token behind an optional `CancelToken` argument.
 pub(crate) fn token(cancel: Option<&CancelToken>) -> Option<CancellationToken> {
     cancel.map(|c| c.inner.clone())
-}
-
-/// An async call that does nothing on baton's runtime: the bridge's own cost (benchmarks).
-#[napi(js_name = "_noop")]
-pub async fn noop() -> napi::Result<()> {
-    run(async { Ok(()) }).await
-}
-
-/// The same through `settle` (what acquire and release use): its cost against napi's own.
-#[napi(js_name = "_noopSettled", ts_return_type = "Promise<void>")]
-pub fn noop_settled(env: napi::Env) -> napi::Result<crate::settle::Promise> {
-    crate::settle::promise(&env, run(async { Ok(()) }))
 }

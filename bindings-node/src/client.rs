@@ -1,9 +1,12 @@
 //! `connect()` and `Client`: the handle factory.
 
+use std::sync::Arc;
+
 use napi_derive::napi;
 
 use crate::call;
 use crate::convert::{LockOptions, count, lock_options};
+use crate::errors::Answer;
 use crate::inspect::Inspection;
 use crate::latch::CountDownLatch;
 use crate::lock::{FairLock, Lock};
@@ -13,29 +16,27 @@ use crate::rw::RwLock;
 use crate::semaphore::Semaphore;
 
 /// Connects to the store `url` names (`memory://`, `sqlite:///path.db`, …).
-#[napi]
-pub async fn connect(url: String) -> napi::Result<Client> {
+#[napi(ts_return_type = "Promise<Client>")]
+pub async fn connect(url: String) -> napi::Result<Answer<Client>> {
     call::run(async move {
         let inner = baton::Client::connect(&url).await?;
         // A plain `redis://` server: a second connection for the hot calls, driven from the
-        // JavaScript thread (`here`). Without it (refused, or turned off) they take napi's
-        // runtime as every other call does.
-        let link = if driven_link_wanted() { crate::here::Link::open(&inner).await } else { None };
+        // JavaScript thread (`fast`). Without it (other stores, refused, turned off, or a
+        // build without the fast path) they take napi's runtime as every other call does.
+        #[cfg(feature = "fast")]
+        let link = call::Link::open(&inner).await;
+        #[cfg(not(feature = "fast"))]
+        let link = None;
         Ok(Client { inner, link })
     })
     .await
-}
-
-/// `BATON_NODE_DRIVEN_LINK=0` turns the JavaScript-thread link off (for comparisons).
-fn driven_link_wanted() -> bool {
-    std::env::var("BATON_NODE_DRIVEN_LINK").map_or(true, |v| v.trim() != "0")
 }
 
 /// A connection to one store.
 #[napi]
 pub struct Client {
     inner: baton::Client,
-    link: Option<std::sync::Arc<crate::here::Link>>,
+    link: Option<Arc<call::Link>>,
 }
 
 #[napi]
@@ -90,26 +91,26 @@ impl Client {
     }
 
     /// Holder, hold count, lease left and last token of the lock `name`.
-    #[napi]
-    pub async fn inspect(&self, name: String) -> napi::Result<Inspection> {
+    #[napi(ts_return_type = "Promise<Inspection>")]
+    pub async fn inspect(&self, name: String) -> napi::Result<Answer<Inspection>> {
         let client = self.inner.clone();
-        call::run(async move { client.inspect(&name).await }).await.map(Inspection::from)
+        call::run(async move { client.inspect(&name).await.map(Inspection::from) }).await
     }
 
     /// Releases everything this client holds and closes the store connection.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn close(&self, env: napi::Env) -> napi::Result<crate::settle::Promise> {
+    pub fn close(&self, env: napi::Env) -> napi::Result<call::Promise> {
+        #[cfg(feature = "fast")]
         if let Some(link) = &self.link {
             link.close();
         }
         let client = self.inner.clone();
-        crate::settle::promise(
-            &env,
-            call::run(async move {
-                client.close().await;
-                Ok(())
-            }),
-        )
+        let closed = call::run(async move {
+            client.close().await;
+            Ok(())
+        });
+        // Not over the link: it was just closed.
+        call::hot(&env, None, closed)
     }
 
     /// This client's id.

@@ -1,67 +1,51 @@
-//! Core errors → JavaScript errors (GUIDE B.5): one `match` on the kind.
+//! Core errors → JavaScript errors, the kind carried as data: a failed call settles with a
+//! JavaScript `Error` whose `code` is the kind's name (`"Timeout"`, …) and whose message is
+//! the core's (passwords redacted); the facade's `BatonError.from` reads `code`.
 //!
-//! napi's `async fn` rejects with `napi::Error<Status>` only (a custom status type is not
-//! accepted there), so the kind travels as the message prefix the core's `Display` already
-//! writes (`"Timeout: …"`), under the status `GenericFailure`; the facade's
-//! `BatonError.from` reads it back into `code`. Aborts use the status `Cancelled`.
+//! napi's `async fn` rejects only with `napi::Error<Status>`, whose `code` is one of napi's
+//! statuses, and converts it on the worker thread. So a call's answer is an [`Answer`]:
+//! the core's `Result`, turned into a JavaScript value on the JavaScript thread, where the
+//! error is made with the kind as its code (`napi::Error<&str>`) and handed to napi as the
+//! JavaScript value to reject with. Aborts reject with napi's `Cancelled` status.
 
-use baton::{Error, ErrorKind};
-use napi::Status;
-use napi_derive::napi;
+use napi::bindgen_prelude::{JsError, ToNapiValue, Unknown};
+use napi::{Status, sys};
 
-/// The JavaScript error for a core error: `"<code>: <message>"` (passwords redacted).
-pub(crate) fn to_napi(e: Error) -> napi::Error {
-    napi::Error::new(Status::GenericFailure, format!("{}: {}", code(e.kind()), e.message()))
-}
+/// A call's answer: the value, or the core error it rejects with.
+pub struct Answer<T>(pub(crate) baton::Result<T>);
 
-/// `BatonError.code` of each kind (API.md's names).
-fn code(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::InvalidArgument => "InvalidArgument",
-        ErrorKind::InvalidUrl => "InvalidUrl",
-        ErrorKind::Timeout => "Timeout",
-        ErrorKind::NotHeld => "NotHeld",
-        ErrorKind::LockLost => "LockLost",
-        ErrorKind::Connection => "Connection",
-        ErrorKind::Backend => "Backend",
-        ErrorKind::Closed => "Closed",
-        ErrorKind::Unsupported => "Unsupported",
-        // `ErrorKind` is non-exhaustive: a kind added later is Backend until mapped.
-        _ => "Backend",
+impl<T> Answer<T> {
+    /// The answer with its value mapped (errors pass through).
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Answer<U> {
+        Answer(self.0.map(f))
     }
 }
 
-/// `InvalidArgument` with `msg`, for bad input the binding itself finds.
-pub(crate) fn invalid(msg: impl Into<String>) -> Error {
-    Error::new(ErrorKind::InvalidArgument, msg.into())
+impl<T: ToNapiValue> ToNapiValue for Answer<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        match val.0 {
+            // SAFETY: the caller's contract, passed on.
+            Ok(v) => unsafe { T::to_napi_value(env, v) },
+            Err(e) => Err(rejection(env, &e)),
+        }
+    }
+}
+
+/// The JavaScript error of `e` (`code` = the kind's name), as the `napi::Error` that napi
+/// rejects with: it refers to the value made here, and napi settles with that value.
+fn rejection(env: sys::napi_env, e: &baton::Error) -> napi::Error {
+    let error = napi::Error::new(e.kind().as_str(), e.message());
+    // SAFETY: on the JavaScript thread of `env` (napi converts answers there).
+    let value = unsafe { JsError::from(error).into_value(env) };
+    if value.is_null() {
+        // The environment is going away: nobody is left to see the error.
+        return napi::Error::new(Status::GenericFailure, format!("{}: {}", e.kind(), e.message()));
+    }
+    // SAFETY: `value` was just made in `env`.
+    napi::Error::from(unsafe { Unknown::from_raw_unchecked(env, value) })
 }
 
 /// The rejection of a call whose AbortSignal fired (the facade rethrows `signal.reason`).
 pub(crate) fn aborted() -> napi::Error {
     napi::Error::new(Status::Cancelled, "the operation was aborted")
-}
-
-/// Rejects with the error of the kind named `kind` (`"Timeout"`, …): the test hook that
-/// checks the mapping of every kind of `ErrorKind.ALL`.
-#[napi(js_name = "_raise")]
-pub async fn raise(kind: String) -> napi::Result<()> {
-    crate::call::run(async move {
-        Err(match ErrorKind::from_name(&kind) {
-            Some(k) => Error::new(k, format!("raised by _raise({kind:?})")),
-            None => invalid(format!("unknown error kind {kind:?}")),
-        })
-    })
-    .await
-}
-
-/// The names of every error kind of the core, in declaration order.
-#[napi(js_name = "_errorKinds", catch_unwind)]
-pub fn error_kinds() -> Vec<&'static str> {
-    ErrorKind::ALL.iter().map(|k| k.as_str()).collect()
-}
-
-/// A panic inside a native call (test hook): it must reject, not crash the process.
-#[napi(js_name = "_panic")]
-pub async fn panic_hook() -> napi::Result<()> {
-    crate::call::run(async { panic!("a deliberate panic from _panic()") }).await
 }

@@ -1,14 +1,31 @@
 //! Guards: `LockGuard`, `Permit` (in `semaphore`), `MultiGuard` (in `multi`). Each wraps a
 //! [`Cell`]; `release()` twice is `NotHeld`, `dispose()` (the facade's
-//! `Symbol.asyncDispose`) releases unless released already.
+//! `Symbol.asyncDispose`) releases unless released already. When the JavaScript object is
+//! collected the cell is dropped, and the core releases a guard dropped unreleased in the
+//! background.
 
 use std::sync::Arc;
 
+use baton_bind::Cell;
 use napi::bindgen_prelude::BigInt;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
 use crate::call;
-use crate::cell::Cell;
+use crate::errors::Answer;
+
+/// A loss callback that does not keep Node's event loop alive (a weak threadsafe function).
+pub(crate) type LostCallback = ThreadsafeFunction<(), napi::Unknown<'static>, (), napi::Status, false, true>;
+
+/// Calls `callback` once when `cell`'s lease is lost; never after release or collection.
+pub(crate) fn on_lost<G: baton_bind::CoreGuard>(cell: &Cell<G>, callback: LostCallback) {
+    let lost = cell.lost();
+    baton::rt::global().spawn(async move {
+        if lost.await {
+            callback.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    });
+}
 
 /// The methods every guard class shares, over its `cell` field and its `driven()` link (a second `#[napi] impl`
 /// block: napi does not expand macros inside one).
@@ -19,14 +36,14 @@ macro_rules! guard_methods {
             /// Releases; rejects with `LockLost` if the lease had been lost, `NotHeld` if this
             /// guard was released already.
             #[napi(ts_return_type = "Promise<void>")]
-            pub fn release(&self, env: napi::Env) -> napi::Result<$crate::settle::Promise> {
-                $crate::here::promise(&env, self.driven(), $crate::call::run(self.cell.clone().release(true)))
+            pub fn release(&self, env: napi::Env) -> napi::Result<$crate::call::Promise> {
+                $crate::call::hot(&env, self.driven(), $crate::call::run(self.cell.clone().release(true)))
             }
 
             /// Releases unless released already (what `Symbol.asyncDispose` calls).
             #[napi(ts_return_type = "Promise<void>")]
-            pub fn dispose(&self, env: napi::Env) -> napi::Result<$crate::settle::Promise> {
-                $crate::here::promise(&env, self.driven(), $crate::call::run(self.cell.clone().release(false)))
+            pub fn dispose(&self, env: napi::Env) -> napi::Result<$crate::call::Promise> {
+                $crate::call::hot(&env, self.driven(), $crate::call::run(self.cell.clone().release(false)))
             }
 
             /// Whether `release()` (or `dispose()`) was called.
@@ -44,8 +61,8 @@ macro_rules! guard_methods {
             /// Calls `callback` once when the lease is lost (never after release); the callback
             /// does not keep the process alive.
             #[napi(catch_unwind)]
-            pub fn on_lost(&self, #[napi(ts_arg_type = "() => void")] callback: $crate::cell::LostCallback) {
-                self.cell.on_lost(callback);
+            pub fn on_lost(&self, #[napi(ts_arg_type = "() => void")] callback: $crate::guard::LostCallback) {
+                $crate::guard::on_lost(&self.cell, callback);
             }
         }
     };
@@ -59,8 +76,8 @@ pub struct LockGuard {
     token: u64,
     name: String,
     owner: String,
-    /// The JavaScript-thread link of the handle that acquired it, if any (`here`).
-    link: Option<Arc<crate::here::Link>>,
+    /// The fast link of the handle that acquired it, if any (`fast`).
+    link: Option<Arc<call::Link>>,
 }
 
 impl LockGuard {
@@ -69,12 +86,12 @@ impl LockGuard {
     }
 
     /// A guard whose release goes over `link` (as its acquire did).
-    pub(crate) fn over(g: baton::LockGuard, link: Option<Arc<crate::here::Link>>) -> LockGuard {
+    pub(crate) fn over(g: baton::LockGuard, link: Option<Arc<call::Link>>) -> LockGuard {
         let (token, name, owner) = (g.token().get(), g.name().to_owned(), g.owner().to_owned());
         LockGuard { cell: Cell::new(g, format!("`{name}`")), token, name, owner, link }
     }
 
-    fn driven(&self) -> Option<&Arc<crate::here::Link>> {
+    fn driven(&self) -> Option<&Arc<call::Link>> {
         self.link.as_ref()
     }
 }
@@ -100,8 +117,8 @@ impl LockGuard {
     }
 
     /// Sets the lease to `leaseMs` from now.
-    #[napi]
-    pub async fn extend(&self, lease_ms: f64) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub async fn extend(&self, lease_ms: f64) -> napi::Result<Answer<()>> {
         let cell = self.cell.clone();
         call::run(async move { cell.extend(crate::convert::ms("leaseMs", lease_ms)?).await }).await
     }

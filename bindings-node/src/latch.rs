@@ -3,9 +3,8 @@
 use napi_derive::napi;
 
 use crate::call::{self, CancelToken};
-
-/// Largest count a JavaScript number carries exactly (2^53 - 1).
-const MAX_SAFE: u64 = (1 << 53) - 1;
+use crate::convert::{MAX_SAFE_INTEGER, safe_number, whole};
+use crate::errors::Answer;
 
 /// A count-down latch handle.
 #[napi]
@@ -19,11 +18,6 @@ impl CountDownLatch {
     }
 }
 
-/// A latch count as a JavaScript number (saturating: no store holds more than 2^53).
-fn to_js(n: u64) -> f64 {
-    n.min(MAX_SAFE) as f64
-}
-
 #[napi]
 impl CountDownLatch {
     /// The name.
@@ -33,29 +27,29 @@ impl CountDownLatch {
     }
 
     /// Sets the count if it is zero; false while it is still counting.
-    #[napi]
-    pub async fn try_set_count(&self, count: f64) -> napi::Result<bool> {
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub async fn try_set_count(&self, count: f64) -> napi::Result<Answer<bool>> {
         let latch = self.inner.clone();
-        call::run(async move { latch.try_set_count(crate::convert::whole("count", count, MAX_SAFE)?).await }).await
+        call::run(async move { latch.try_set_count(whole("count", count, MAX_SAFE_INTEGER)?).await }).await
     }
 
     /// Decrements the count (never below zero); resolves to the new count.
-    #[napi]
-    pub async fn count_down(&self) -> napi::Result<f64> {
+    #[napi(ts_return_type = "Promise<number>")]
+    pub async fn count_down(&self) -> napi::Result<Answer<f64>> {
         let latch = self.inner.clone();
-        call::run(async move { latch.count_down().await }).await.map(to_js)
+        call::run(async move { latch.count_down().await.map(safe_number) }).await
     }
 
     /// The current count.
-    #[napi]
-    pub async fn count(&self) -> napi::Result<f64> {
+    #[napi(ts_return_type = "Promise<number>")]
+    pub async fn count(&self) -> napi::Result<Answer<f64>> {
         let latch = self.inner.clone();
-        call::run(async move { latch.count().await }).await.map(to_js)
+        call::run(async move { latch.count().await.map(safe_number) }).await
     }
 
     /// Waits until the count is zero (at most `timeoutMs`, then `Timeout`).
-    #[napi]
-    pub async fn wait(&self, timeout_ms: Option<f64>, cancel: Option<&CancelToken>) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub async fn wait(&self, timeout_ms: Option<f64>, cancel: Option<&CancelToken>) -> napi::Result<Answer<()>> {
         let (latch, cancel) = (self.inner.clone(), call::token(cancel));
         call::run_cancellable(cancel, async move {
             match crate::convert::timeout(timeout_ms)? {

@@ -3,21 +3,20 @@
 //! (`ts/`) wraps these classes in the public API (BatonError, AbortSignal, asyncDispose).
 //!
 //! Layout: one file per public noun (`client`, `lock`, `rw`, `semaphore`, `permits`,
-//! `latch`, `multi`, `inspect`), the guards (`guard`, `cell`), and the plumbing
-//! (`call`: the async bridge and cancel tokens, `settle`: the promises of the hot calls,
-//! `busy`: the busy-poll window that keeps napi's worker awake around them, `here`: the
-//! same calls polled on the JavaScript thread over a Redis link libuv watches (`uv`),
-//! `errors`, `convert`).
+//! `latch`, `multi`, `inspect`), the guards (`guard`, over `baton_bind::Cell`), the
+//! plumbing (`call`: the async bridge and cancel tokens, `errors`: core errors as
+//! JavaScript errors with the kind as `code`, `convert`), the test hooks (`hooks`), and
+//! the hot calls' fast path (`fast/`, cargo feature `fast`).
 #![allow(clippy::new_without_default)]
 
-mod busy;
 pub mod call;
-mod cell;
 pub mod client;
 mod convert;
 pub mod errors;
+#[cfg(feature = "fast")]
+mod fast;
 mod guard;
-mod here;
+pub mod hooks;
 mod inspect;
 mod latch;
 mod lock;
@@ -25,13 +24,11 @@ mod multi;
 mod permits;
 mod rw;
 mod semaphore;
-mod settle;
-mod uv;
 
 /// napi's runtime polls every call (`call::run`) and the background work (watchdogs,
 /// releases of dropped guards) of the clients made from JavaScript. One worker: the calls
 /// come from one JavaScript thread and wait on I/O, and on small machines a second worker
-/// mostly adds wake-ups between threads (see BENCHMARKS.md, Node).
+/// mostly adds wake-ups between threads (measured with `bench/bench.mjs`).
 #[napi_derive::module_init]
 fn init() {
     let rt =

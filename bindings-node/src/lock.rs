@@ -3,11 +3,10 @@
 use napi::Env;
 use napi_derive::napi;
 
-use crate::call::{self, CancelToken};
+use crate::call::{self, CancelToken, Link, Promise};
+use crate::errors::Answer;
 use crate::guard::LockGuard;
-use crate::here;
 use crate::inspect::Inspection;
-use crate::settle::Promise;
 
 macro_rules! lock_class {
     ($(#[$m:meta])* $Js:ident, $Core:ty) => {
@@ -17,12 +16,12 @@ macro_rules! lock_class {
             /// The handle, or the error its options met (reported by every call).
             inner: baton::Result<$Core>,
             name: String,
-            /// The client's JavaScript-thread link, if any (`here`).
-            link: Option<std::sync::Arc<here::Link>>,
+            /// The client's fast link, if any (`fast`).
+            link: Option<std::sync::Arc<Link>>,
         }
 
         impl $Js {
-            pub(crate) fn new(inner: baton::Result<$Core>, name: String, link: Option<std::sync::Arc<here::Link>>) -> $Js {
+            pub(crate) fn new(inner: baton::Result<$Core>, name: String, link: Option<std::sync::Arc<Link>>) -> $Js {
                 $Js { inner, name, link }
             }
         }
@@ -49,34 +48,31 @@ macro_rules! lock_class {
                 timeout_ms: Option<f64>,
                 cancel: Option<&CancelToken>,
             ) -> napi::Result<Promise> {
-                let (lock, cancel) = (self.inner.clone(), call::token(cancel));
+                let (lock, cancel, link) = (self.inner.clone(), call::token(cancel), self.link.clone());
                 let fut = call::run_cancellable(cancel, async move {
                     let lock = lock?;
-                    match crate::convert::timeout(timeout_ms)? {
+                    let g = match crate::convert::timeout(timeout_ms)? {
                         Some(t) => lock.acquire_timeout(t).await,
                         None => lock.acquire().await,
-                    }
+                    };
+                    g.map(|g| LockGuard::over(g, link))
                 });
-                let link = self.link.clone();
-                here::promise(&env, self.link.as_ref(), async move { fut.await.map(|g| LockGuard::over(g, link)) })
+                call::hot(&env, self.link.as_ref(), fut)
             }
 
             /// One attempt: null when someone else holds the lock.
             #[napi(ts_return_type = "Promise<LockGuard | null>")]
             pub fn try_acquire(&self, env: Env) -> napi::Result<Promise> {
-                let lock = self.inner.clone();
-                let fut = call::run(async move { lock?.try_acquire().await });
-                let link = self.link.clone();
-                here::promise(&env, self.link.as_ref(), async move {
-                    fut.await.map(|g| g.map(|g| LockGuard::over(g, link)))
-                })
+                let (lock, link) = (self.inner.clone(), self.link.clone());
+                let fut = call::run(async move { Ok(lock?.try_acquire().await?.map(|g| LockGuard::over(g, link))) });
+                call::hot(&env, self.link.as_ref(), fut)
             }
 
             /// Holders, waiters and the last token of this lock.
-            #[napi]
-            pub async fn inspect(&self) -> napi::Result<Inspection> {
+            #[napi(ts_return_type = "Promise<Inspection>")]
+            pub async fn inspect(&self) -> napi::Result<Answer<Inspection>> {
                 let lock = self.inner.clone();
-                call::run(async move { lock?.inspect().await }).await.map(Inspection::from)
+                call::run(async move { lock?.inspect().await.map(Inspection::from) }).await
             }
         }
     };

@@ -5,8 +5,10 @@ use std::sync::Arc;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
+use baton_bind::Cell;
+
 use crate::call::{self, CancelToken};
-use crate::cell::Cell;
+use crate::errors::Answer;
 use crate::guard::guard_methods;
 
 /// Several locks taken together, in a canonical order.
@@ -30,8 +32,12 @@ impl MultiLock {
     }
 
     /// Waits until every lock is held (at most `timeoutMs`, then `Timeout` with none held).
-    #[napi]
-    pub async fn acquire(&self, timeout_ms: Option<f64>, cancel: Option<&CancelToken>) -> napi::Result<MultiGuard> {
+    #[napi(ts_return_type = "Promise<MultiGuard>")]
+    pub async fn acquire(
+        &self,
+        timeout_ms: Option<f64>,
+        cancel: Option<&CancelToken>,
+    ) -> napi::Result<Answer<MultiGuard>> {
         let (multi, cancel) = (self.inner.clone(), call::token(cancel));
         call::run_cancellable(cancel, async move {
             match crate::convert::timeout(timeout_ms)? {
@@ -40,14 +46,14 @@ impl MultiLock {
             }
         })
         .await
-        .map(MultiGuard::new)
+        .map(|a| a.map(MultiGuard::new))
     }
 
     /// One attempt at each: null (and nothing held) if any is busy.
-    #[napi]
-    pub async fn try_acquire(&self) -> napi::Result<Option<MultiGuard>> {
+    #[napi(ts_return_type = "Promise<MultiGuard | null>")]
+    pub async fn try_acquire(&self) -> napi::Result<Answer<Option<MultiGuard>>> {
         let multi = self.inner.clone();
-        call::run(async move { multi.try_acquire().await }).await.map(|g| g.map(MultiGuard::new))
+        call::run(async move { Ok(multi.try_acquire().await?.map(MultiGuard::new)) }).await
     }
 }
 
@@ -67,8 +73,8 @@ impl MultiGuard {
         MultiGuard { cell: Cell::new(g, what), tokens, names }
     }
 
-    /// Released on napi's runtime (no JavaScript-thread link: see `here`).
-    fn driven(&self) -> Option<&std::sync::Arc<crate::here::Link>> {
+    /// Released on napi's runtime (multi-locks take no fast link).
+    fn driven(&self) -> Option<&Arc<call::Link>> {
         None
     }
 }

@@ -2,8 +2,10 @@
 
 use napi_derive::napi;
 
+use baton_bind::kind::invalid;
+
 use crate::call::{self, CancelToken};
-use crate::errors::invalid;
+use crate::errors::Answer;
 use crate::inspect::Inspection;
 use crate::semaphore::Permit;
 
@@ -30,13 +32,13 @@ impl PermitSemaphore {
 
     /// Waits for a permit: held under the handle's lease, or expiring `leaseMs` after the
     /// grant unless extended; at most `timeoutMs` (not together with `leaseMs`).
-    #[napi]
+    #[napi(ts_return_type = "Promise<Permit>")]
     pub async fn acquire(
         &self,
         timeout_ms: Option<f64>,
         lease_ms: Option<f64>,
         cancel: Option<&CancelToken>,
-    ) -> napi::Result<Permit> {
+    ) -> napi::Result<Answer<Permit>> {
         let (sem, cancel) = (self.inner.clone(), call::token(cancel));
         call::run_cancellable(cancel, async move {
             let sem = sem?;
@@ -50,41 +52,41 @@ impl PermitSemaphore {
             }
         })
         .await
-        .map(Permit::new)
+        .map(|a| a.map(Permit::new))
     }
 
     /// One attempt: null when no permit is free.
-    #[napi]
-    pub async fn try_acquire(&self) -> napi::Result<Option<Permit>> {
+    #[napi(ts_return_type = "Promise<Permit | null>")]
+    pub async fn try_acquire(&self) -> napi::Result<Answer<Option<Permit>>> {
         let sem = self.inner.clone();
-        call::run(async move { sem?.try_acquire().await }).await.map(|p| p.map(Permit::new))
+        call::run(async move { Ok(sem?.try_acquire().await?.map(Permit::new)) }).await
     }
 
     /// Releases the permit `id`, whoever acquired it (`NotHeld` if no live permit has it).
-    #[napi]
-    pub async fn release(&self, id: String) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub async fn release(&self, id: String) -> napi::Result<Answer<()>> {
         let sem = self.inner.clone();
         call::run(async move { sem?.release(&id).await }).await
     }
 
     /// Sets permit `id`'s lease to `leaseMs` from now.
-    #[napi]
-    pub async fn update_lease(&self, id: String, lease_ms: f64) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub async fn update_lease(&self, id: String, lease_ms: f64) -> napi::Result<Answer<()>> {
         let sem = self.inner.clone();
         call::run(async move { sem?.update_lease(&id, crate::convert::ms("leaseMs", lease_ms)?).await }).await
     }
 
     /// Permits free right now.
-    #[napi]
-    pub async fn available(&self) -> napi::Result<u32> {
+    #[napi(ts_return_type = "Promise<number>")]
+    pub async fn available(&self) -> napi::Result<Answer<u32>> {
         let sem = self.inner.clone();
         call::run(async move { sem?.available().await }).await
     }
 
     /// Live permits (ids, lease left) and the last token.
-    #[napi]
-    pub async fn inspect(&self) -> napi::Result<Inspection> {
+    #[napi(ts_return_type = "Promise<Inspection>")]
+    pub async fn inspect(&self) -> napi::Result<Answer<Inspection>> {
         let sem = self.inner.clone();
-        call::run(async move { sem?.inspect().await }).await.map(Inspection::from)
+        call::run(async move { sem?.inspect().await.map(Inspection::from) }).await
     }
 }

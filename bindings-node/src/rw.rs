@@ -3,6 +3,7 @@
 use napi_derive::napi;
 
 use crate::call::{self, CancelToken};
+use crate::errors::Answer;
 use crate::guard::LockGuard;
 use crate::inspect::Inspection;
 
@@ -28,8 +29,8 @@ impl RwLock {
     }
 
     /// Waits for a shared (read) hold.
-    #[napi]
-    pub async fn read(&self, timeout_ms: Option<f64>, cancel: Option<&CancelToken>) -> napi::Result<LockGuard> {
+    #[napi(ts_return_type = "Promise<LockGuard>")]
+    pub async fn read(&self, timeout_ms: Option<f64>, cancel: Option<&CancelToken>) -> napi::Result<Answer<LockGuard>> {
         let (rw, cancel) = (self.inner.clone(), call::token(cancel));
         call::run_cancellable(cancel, async move {
             let rw = rw?;
@@ -39,12 +40,16 @@ impl RwLock {
             }
         })
         .await
-        .map(LockGuard::new)
+        .map(|a| a.map(LockGuard::new))
     }
 
     /// Waits for the exclusive (write) hold.
-    #[napi]
-    pub async fn write(&self, timeout_ms: Option<f64>, cancel: Option<&CancelToken>) -> napi::Result<LockGuard> {
+    #[napi(ts_return_type = "Promise<LockGuard>")]
+    pub async fn write(
+        &self,
+        timeout_ms: Option<f64>,
+        cancel: Option<&CancelToken>,
+    ) -> napi::Result<Answer<LockGuard>> {
         let (rw, cancel) = (self.inner.clone(), call::token(cancel));
         call::run_cancellable(cancel, async move {
             let rw = rw?;
@@ -54,27 +59,27 @@ impl RwLock {
             }
         })
         .await
-        .map(LockGuard::new)
+        .map(|a| a.map(LockGuard::new))
     }
 
     /// One attempt at a read hold.
-    #[napi]
-    pub async fn try_read(&self) -> napi::Result<Option<LockGuard>> {
+    #[napi(ts_return_type = "Promise<LockGuard | null>")]
+    pub async fn try_read(&self) -> napi::Result<Answer<Option<LockGuard>>> {
         let rw = self.inner.clone();
-        call::run(async move { rw?.try_read().await }).await.map(|g| g.map(LockGuard::new))
+        call::run(async move { Ok(rw?.try_read().await?.map(LockGuard::new)) }).await
     }
 
     /// One attempt at the write hold.
-    #[napi]
-    pub async fn try_write(&self) -> napi::Result<Option<LockGuard>> {
+    #[napi(ts_return_type = "Promise<LockGuard | null>")]
+    pub async fn try_write(&self) -> napi::Result<Answer<Option<LockGuard>>> {
         let rw = self.inner.clone();
-        call::run(async move { rw?.try_write().await }).await.map(|g| g.map(LockGuard::new))
+        call::run(async move { Ok(rw?.try_write().await?.map(LockGuard::new)) }).await
     }
 
     /// Holders (readers and writer), waiting writers and the last token.
-    #[napi]
-    pub async fn inspect(&self) -> napi::Result<Inspection> {
+    #[napi(ts_return_type = "Promise<Inspection>")]
+    pub async fn inspect(&self) -> napi::Result<Answer<Inspection>> {
         let rw = self.inner.clone();
-        call::run(async move { rw?.inspect().await }).await.map(Inspection::from)
+        call::run(async move { rw?.inspect().await.map(Inspection::from) }).await
     }
 }

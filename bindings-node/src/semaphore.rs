@@ -6,8 +6,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
+use baton_bind::Cell;
+
 use crate::call::{self, CancelToken};
-use crate::cell::Cell;
+use crate::errors::Answer;
 use crate::guard::guard_methods;
 use crate::inspect::Inspection;
 
@@ -39,13 +41,13 @@ impl Semaphore {
     }
 
     /// Waits for `count` permits at once (default 1).
-    #[napi]
+    #[napi(ts_return_type = "Promise<Permit>")]
     pub async fn acquire(
         &self,
         count: Option<f64>,
         timeout_ms: Option<f64>,
         cancel: Option<&CancelToken>,
-    ) -> napi::Result<Permit> {
+    ) -> napi::Result<Answer<Permit>> {
         let (sem, cancel) = (self.inner.clone(), call::token(cancel));
         call::run_cancellable(cancel, async move {
             let sem = sem?;
@@ -56,30 +58,32 @@ impl Semaphore {
             }
         })
         .await
-        .map(Permit::new)
+        .map(|a| a.map(Permit::new))
     }
 
     /// One attempt at `count` permits (default 1): null when not enough are free.
-    #[napi]
-    pub async fn try_acquire(&self, count: Option<f64>) -> napi::Result<Option<Permit>> {
+    #[napi(ts_return_type = "Promise<Permit | null>")]
+    pub async fn try_acquire(&self, count: Option<f64>) -> napi::Result<Answer<Option<Permit>>> {
         let sem = self.inner.clone();
-        call::run(async move { sem?.try_acquire_many(crate::convert::count("count", count.unwrap_or(1.0))?).await })
-            .await
-            .map(|p| p.map(Permit::new))
+        call::run(async move {
+            let n = crate::convert::count("count", count.unwrap_or(1.0))?;
+            Ok(sem?.try_acquire_many(n).await?.map(Permit::new))
+        })
+        .await
     }
 
     /// Permits free right now.
-    #[napi]
-    pub async fn available(&self) -> napi::Result<u32> {
+    #[napi(ts_return_type = "Promise<number>")]
+    pub async fn available(&self) -> napi::Result<Answer<u32>> {
         let sem = self.inner.clone();
         call::run(async move { sem?.available().await }).await
     }
 
     /// Current permit holders and the last token.
-    #[napi]
-    pub async fn inspect(&self) -> napi::Result<Inspection> {
+    #[napi(ts_return_type = "Promise<Inspection>")]
+    pub async fn inspect(&self) -> napi::Result<Answer<Inspection>> {
         let sem = self.inner.clone();
-        call::run(async move { sem?.inspect().await }).await.map(Inspection::from)
+        call::run(async move { sem?.inspect().await.map(Inspection::from) }).await
     }
 }
 
@@ -95,8 +99,8 @@ pub struct Permit {
 }
 
 impl Permit {
-    /// Released on napi's runtime (no JavaScript-thread link: see `here`).
-    fn driven(&self) -> Option<&Arc<crate::here::Link>> {
+    /// Released on napi's runtime (semaphores take no fast link).
+    fn driven(&self) -> Option<&Arc<call::Link>> {
         None
     }
 
@@ -134,13 +138,12 @@ impl Permit {
     }
 
     /// Gives `n` permits back and keeps the rest.
-    #[napi]
-    pub async fn release_many(&self, n: f64) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub async fn release_many(&self, n: f64) -> napi::Result<Answer<()>> {
         let (cell, count) = (self.cell.clone(), self.count.clone());
         call::run(async move {
             let n = crate::convert::count("n", n)?;
-            let mut held = cell.guard.write().await;
-            let p = held.as_mut().ok_or_else(|| cell.not_held())?;
+            let mut p = cell.held_mut().await?;
             let out = p.release_many(n).await;
             count.store(p.count(), Ordering::Release);
             out
@@ -149,8 +152,8 @@ impl Permit {
     }
 
     /// Sets the lease to `leaseMs` from now.
-    #[napi]
-    pub async fn extend(&self, lease_ms: f64) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub async fn extend(&self, lease_ms: f64) -> napi::Result<Answer<()>> {
         let cell = self.cell.clone();
         call::run(async move { cell.extend(crate::convert::ms("leaseMs", lease_ms)?).await }).await
     }

@@ -1,4 +1,4 @@
-// The JavaScript-thread link (src/here.rs): on a plain redis:// server a client's hot calls
+// The JavaScript-thread link (src/fast/here.rs): on a plain redis:// server a client's hot calls
 // go over a connection of its own, named `baton-driven`, whose socket Node's loop watches.
 // Checked against the server's own view (CLIENT LIST): the connection appears with the
 // client, carries the scripts, goes with close(), is opened again after it is killed, and

@@ -76,7 +76,7 @@ describe('mutual exclusion', () => {
     });
   }
 
-  // The busy-poll window (src/busy.rs) changes only how napi's worker waits: off, the
+  // The busy-poll window (src/fast/busy.rs) changes only how napi's worker waits: off, the
   // default, a wide one and an unreadable value (the default) side by side keep exclusion.
   const busyUrl = sqliteUrl('busy');
   it(`processes with busy-polling off, default and wide on ${label(busyUrl)}`, { timeout: 180_000 }, async () => {

@@ -1,7 +1,12 @@
-// BatonError: every failure of the package, with `code` naming the kind (the same kind
-// names as the core's `ErrorKind` and every other language's binding).
+// BatonError: every failure of the package, with `code` naming the kind.
 
-/** The kind of a {@link BatonError}, the same names in every language of baton. */
+import native from './native.js';
+
+/**
+ * The kind of a {@link BatonError}, the same names in every language of baton: the core's
+ * error kinds, whose values {@link errorCodes} reads from the addon (this union is their
+ * type for callers, the one place TypeScript needs them spelled out).
+ */
 export type BatonErrorCode =
   | 'InvalidArgument'
   | 'InvalidUrl'
@@ -13,22 +18,11 @@ export type BatonErrorCode =
   | 'Closed'
   | 'Unsupported';
 
-/** Every {@link BatonErrorCode}, in the core's declaration order. */
-export const errorCodes: readonly BatonErrorCode[] = Object.freeze([
-  'InvalidArgument',
-  'InvalidUrl',
-  'Timeout',
-  'NotHeld',
-  'LockLost',
-  'Connection',
-  'Backend',
-  'Closed',
-  'Unsupported',
-] as const);
+/** Every {@link BatonErrorCode}, in the core's declaration order (read from the addon). */
+export const errorCodes: readonly BatonErrorCode[] = Object.freeze(native._errorKinds() as BatonErrorCode[]);
 
+/** A native rejection's `code` is its kind's name (see src/errors.rs). */
 const KNOWN = new Set<string>(errorCodes);
-/** The native rejection carries the kind as the message prefix (see src/errors.rs). */
-const NATIVE = /^([A-Za-z]+): ([\s\S]*)$/;
 /** napi's own argument-conversion failures: a value of the wrong type was passed. */
 const NAPI_TYPE_CODES = new Set([
   'InvalidArg',
@@ -58,10 +52,7 @@ export class BatonError extends Error {
     if (e instanceof BatonError) return e;
     const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
     const text = typeof message === 'string' ? message : String(e);
-    if (code === 'GenericFailure') {
-      const m = NATIVE.exec(text);
-      if (m && KNOWN.has(m[1]!)) return new BatonError(m[1] as BatonErrorCode, m[2]!);
-    }
+    if (typeof code === 'string' && KNOWN.has(code)) return new BatonError(code as BatonErrorCode, text);
     if (typeof code === 'string' && NAPI_TYPE_CODES.has(code)) {
       return new BatonError('InvalidArgument', text, { cause: e });
     }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use baton::LockOptions;
+use baton_bind::convert::LockDurations;
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -30,7 +31,7 @@ pub(crate) fn seconds(what: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Op
             e
         }
     })?;
-    baton::duration::from_secs_f64(what, secs).map(Some).map_err(to_py)
+    baton_bind::convert::seconds(what, secs).map(Some).map_err(to_py)
 }
 
 /// Float seconds that must be given.
@@ -40,14 +41,15 @@ pub(crate) fn required_seconds(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<D
 
 /// A Python int → an integer type of the core; out of range is `InvalidArgument`.
 pub(crate) fn int<T: TryFrom<i128>>(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<T> {
-    let out_of_range = || invalid(format!("{what} {} is out of range", repr(obj)));
     let v: i128 = match obj.extract() {
         Ok(v) => v,
-        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => return Err(out_of_range()),
+        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
+            return Err(to_py(baton_bind::convert::out_of_range(what, &repr(obj))));
+        }
         // The usual TypeError for a float, a str, …
         Err(e) => return Err(e),
     };
-    T::try_from(v).map_err(|_| out_of_range())
+    baton_bind::convert::int(what, v).map_err(to_py)
 }
 
 fn repr(obj: &Bound<'_, PyAny>) -> String {
@@ -61,15 +63,6 @@ pub(crate) fn lock_options(
     lease: Option<&Bound<'_, PyAny>>,
     owner: Option<String>,
 ) -> PyResult<LockOptions> {
-    let mut opts = LockOptions::new();
-    if let Some(ttl) = seconds("ttl", ttl)? {
-        opts = opts.ttl(ttl);
-    }
-    if let Some(lease) = seconds("lease", lease)? {
-        opts = opts.lease(lease);
-    }
-    if let Some(owner) = owner {
-        opts = opts.owner(owner);
-    }
-    Ok(opts)
+    let (ttl, lease) = (seconds("ttl", ttl)?, seconds("lease", lease)?);
+    Ok(LockDurations { ttl, lease, owner, ..LockDurations::default() }.options())
 }

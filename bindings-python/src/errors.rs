@@ -1,4 +1,5 @@
-//! Core errors → the exception classes of `baton/_errors.py` (GUIDE B.5): one `match`.
+//! Core errors → the exception classes of `baton/_errors.py`: one `match` on the kind (the
+//! classes are this binding's own names: `ConnectionError`, `BackendError` for two kinds).
 
 use baton::{Error, ErrorKind};
 use pyo3::prelude::*;
@@ -35,7 +36,7 @@ pub(crate) fn to_py(e: Error) -> PyErr {
 
 /// `InvalidArgument` with `msg`, for bad input the binding itself finds (types, ranges).
 pub(crate) fn invalid(msg: impl Into<String>) -> PyErr {
-    to_py(Error::new(ErrorKind::InvalidArgument, msg.into()))
+    to_py(baton_bind::kind::invalid(msg))
 }
 
 /// Raises the exception of the kind named `kind` (`"Timeout"`, …): the test hook that
@@ -43,15 +44,12 @@ pub(crate) fn invalid(msg: impl Into<String>) -> PyErr {
 #[pyfunction]
 #[pyo3(name = "_raise")]
 pub(crate) fn raise(kind: &str) -> PyResult<()> {
-    match ErrorKind::from_name(kind) {
-        Some(k) => Err(to_py(Error::new(k, format!("raised by _raise({kind:?})")))),
-        None => Err(invalid(format!("unknown error kind {kind:?}"))),
-    }
+    Err(to_py(baton_bind::kind::raised(kind)))
 }
 
 /// The names of every error kind of the core, in declaration order.
 #[pyfunction]
 #[pyo3(name = "_error_kinds")]
 pub(crate) fn error_kinds() -> Vec<&'static str> {
-    ErrorKind::ALL.iter().map(|k| k.as_str()).collect()
+    baton_bind::kind::names()
 }

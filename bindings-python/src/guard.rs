@@ -6,8 +6,8 @@ use std::sync::Arc;
 use baton::LostSignal;
 use pyo3::prelude::*;
 
-use crate::cell::{Cell, CoreGuard};
 use crate::runtime;
+use baton_bind::{Cell, CoreGuard};
 
 /// What every guard class holds: the cell, the lost signals, and plain data read once.
 pub(crate) struct Held<G, D> {
@@ -18,8 +18,8 @@ pub(crate) struct Held<G, D> {
 
 impl<G: CoreGuard, D> Held<G, D> {
     pub(crate) fn new(guard: G, what: String, data: D) -> Held<G, D> {
-        let lost = guard.lost_signals();
-        Held { cell: Cell::new(guard, what), lost, data }
+        let cell = Cell::new(guard, what);
+        Held { lost: cell.lost_signals().to_vec(), cell, data }
     }
 }
 

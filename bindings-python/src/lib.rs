@@ -2,11 +2,10 @@
 //! errors and async to and from the `baton` core, and holds no lock logic of its own.
 //!
 //! Layout: one file per public noun (`client`, `lock`, `rw`, `semaphore`, `permits`,
-//! `latch`, `multi`, `inspect`), the guards (`guard`, `cell`, `lost`), `with` support
+//! `latch`, `multi`, `inspect`), the guards (`guard`, `lost`; the cell behind them is `baton_bind::Cell`), `with` support
 //! (`enter`), and the plumbing (`runtime`: blocking and asyncio bridges, `errors`,
 //! `convert`).
 
-mod cell;
 mod client;
 mod convert;
 mod enter;

@@ -2,22 +2,12 @@
 //! twin). Nothing calls back into Python from the runtime: waiting polls the signal.
 
 use std::future::Future;
-use std::task::Poll;
 
 use baton::LostSignal;
+use baton_bind::any_lost;
 use pyo3::prelude::*;
 
 use crate::runtime;
-
-/// Resolves when any of `signals` fires.
-async fn any_lost(signals: Vec<LostSignal>) {
-    let mut waits: Vec<_> = signals.iter().map(|s| Box::pin(s.wait())).collect();
-    std::future::poll_fn(|cx| {
-        // Every pending signal registers the waker; stopping at the first fired one is fine.
-        if waits.iter_mut().any(|w| w.as_mut().poll(cx).is_ready()) { Poll::Ready(()) } else { Poll::Pending }
-    })
-    .await;
-}
 
 fn is_lost(signals: &[LostSignal]) -> bool {
     signals.iter().any(LostSignal::is_lost)

@@ -1,4 +1,4 @@
-//! Async bridging (GUIDE B.4): every call runs on the core's shared runtime
+//! Async bridging: every call runs on the core's shared runtime
 //! (`baton::rt::global()`). The blocking API waits with the GIL released and lets Ctrl-C
 //! through; the asyncio API hands Python an awaitable resolved on the caller's loop.
 

@@ -14,7 +14,7 @@ import pytest
 import baton
 from baton import _baton
 
-# Every core kind → (its class, the builtin exception it must also be, if any).
+# Core kind → (the class it raises, the builtin exception that class also is).
 MAPPING = {
     "InvalidArgument": (baton.InvalidArgument, ValueError),
     "InvalidUrl": (baton.InvalidUrl, None),

@@ -1,5 +1,6 @@
 // Type-checked (tsc --noEmit --strict), never run: uses every public name of the package
-// the way callers write it, so a change to the typings that breaks callers fails the build.
+// as the README and the doc comments use it, so a change to the typings that breaks callers
+// fails the build.
 
 import {
   BatonError,

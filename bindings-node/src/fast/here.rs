@@ -28,8 +28,11 @@ use baton::ffi::DrivenLink;
 use napi::bindgen_prelude::ToNapiValue;
 use napi::{Env, sys};
 
-use crate::settle::{self, Bridge, Promise, Settle, check, lock};
-use crate::uv;
+use baton::ffi::LockExt;
+
+use super::settle::{self, Bridge, Settle, check};
+use super::uv;
+use crate::call::Promise;
 
 /// A hot call: polled to its settle step.
 type Task = Pin<Box<dyn Future<Output = Settle>>>;
@@ -94,7 +97,7 @@ impl Wake for TaskWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         let first = {
-            let mut ids = lock(&self.woken.ids);
+            let mut ids = self.woken.ids.locked();
             ids.push(self.id);
             ids.len() == 1
         };
@@ -107,7 +110,8 @@ impl Wake for TaskWaker {
 
 /// At most this many requests in flight on a link before more calls take napi's runtime:
 /// one call at a time is fastest here (no thread crossing), many at once go faster with
-/// the runtime's worker sharing the work (BENCHMARKS.md, "Node, JavaScript-thread link").
+/// the runtime's worker sharing the work (measured with `bench/bench.mjs` at 1 and 64
+/// tasks).
 const IN_PLACE_MAX: usize = 4;
 
 /// A client's link, opened again in the background after it failed (a server restart):
@@ -119,9 +123,13 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// The link of `client` (None where its store has none).
+    /// The link of `client` (None where its store has none, or when turned off by
+    /// `BATON_NODE_DRIVEN_LINK=0`).
     pub(crate) async fn open(client: &baton::Client) -> Option<Arc<Link>> {
-        let link = baton::ffi::driven_link(&client).await.ok().flatten()?;
+        if std::env::var("BATON_NODE_DRIVEN_LINK").is_ok_and(|v| v.trim() == "0") {
+            return None;
+        }
+        let link = baton::ffi::driven_link(client).await.ok().flatten()?;
         Some(Arc::new(Link {
             client: client.clone(),
             current: Mutex::new(Some(link)),
@@ -131,7 +139,7 @@ impl Link {
 
     /// The live link; None while a new one is opened.
     fn live(self: &Arc<Self>) -> Option<DrivenLink> {
-        let current = lock(&self.current).clone();
+        let current = self.current.locked().clone();
         match current {
             Some(l) if l.is_alive() => Some(l),
             _ => {
@@ -153,7 +161,7 @@ impl Link {
                 if me.client.is_closed() {
                     l.close();
                 } else {
-                    *lock(&me.current) = Some(l);
+                    *me.current.locked() = Some(l);
                 }
             }
             me.opening.store(false, Ordering::SeqCst);
@@ -162,7 +170,7 @@ impl Link {
 
     /// The client is closing: the link goes (on the JavaScript thread).
     pub(crate) fn close(&self) {
-        if let Some(l) = lock(&self.current).take() {
+        if let Some(l) = self.current.locked().take() {
             forget(&l);
         }
     }
@@ -203,7 +211,7 @@ where
                 id
             }
         };
-        lock(&x.woken.ids).push(id);
+        x.woken.ids.locked().push(id);
     });
     drive(raw);
     Ok(promise)
@@ -217,7 +225,7 @@ pub(crate) fn drive(env: sys::napi_env) {
     }
     SOON.with(|s| s.set(true));
     loop {
-        let ids = EXEC.with(|e| e.borrow().as_ref().map(|x| std::mem::take(&mut *lock(&x.woken.ids))));
+        let ids = EXEC.with(|e| e.borrow().as_ref().map(|x| std::mem::take(&mut *x.woken.ids.locked())));
         match ids {
             Some(ids) if !ids.is_empty() => ids.into_iter().for_each(|id| poll_one(env, id)),
             _ => break,
@@ -344,6 +352,7 @@ fn watching(env: sys::napi_env, link: &DrivenLink) -> napi::Result<bool> {
 
 fn new_exec(env: sys::napi_env) -> napi::Result<Exec> {
     let bridge = settle::bridge(env)?;
+    settle::on_poke(drive);
     let (mut resource, mut name, mut reference, mut context) =
         (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
     // SAFETY: `env` is the live environment of this call; the strings are valid.

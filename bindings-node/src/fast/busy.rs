@@ -3,7 +3,7 @@
 //! A baton call from JavaScript crosses threads: the JavaScript thread hands the call to
 //! napi's worker, the worker waits on the store's socket, then hands the answer back. On
 //! an idle machine each hand-over wakes a sleeping thread, and a wake-up costs 15–30 µs
-//! here — more than the client's own work on a call (BENCHMARKS.md, Node). node-redlock,
+//! here — more than the client's own work on a call (`bench/bench.mjs`). node-redlock,
 //! whose I/O runs on the JavaScript thread, pays one wake-up a call (its socket's); baton
 //! paid three. While a hot call is in flight, and for a short window after one settles
 //! (the caller's next call usually follows at once: a release after its acquire), a

@@ -12,10 +12,13 @@ use std::ffi::c_void;
 use std::future::Future;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use baton::ffi::LockExt;
 use napi::bindgen_prelude::ToNapiValue;
 use napi::{Env, JsError, Status, sys};
+
+use crate::call::Promise;
 
 /// Settles one promise on the JavaScript thread.
 pub(crate) type Settle = Box<dyn FnOnce(sys::napi_env) + Send>;
@@ -27,7 +30,8 @@ pub(crate) struct Bridge {
     queue: Mutex<Vec<Settle>>,
     /// Calls not yet settled; read and written on the JavaScript thread only.
     pending: AtomicUsize,
-    /// A task polled on the JavaScript thread (`here`) was woken from another thread.
+    /// A task polled on the JavaScript thread was woken from another thread: the next run
+    /// calls the [`on_poke`] handler.
     poked: AtomicBool,
 }
 
@@ -45,9 +49,13 @@ impl<T: Copy> Raw<T> {
     }
 }
 
-/// `m`'s guard, poisoned or not (a panicking holder left nothing half-done here).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+/// What a poke runs on the JavaScript thread (`here::drive`), registered by the executor
+/// that pokes (this module does not know it).
+static ON_POKE: OnceLock<fn(sys::napi_env)> = OnceLock::new();
+
+/// Sets what [`Bridge::poke`] runs on the JavaScript thread (the first setting stays).
+pub(crate) fn on_poke(handler: fn(sys::napi_env)) {
+    let _ = ON_POKE.set(handler);
 }
 
 thread_local! {
@@ -69,7 +77,7 @@ pub(crate) fn bridge(env: sys::napi_env) -> napi::Result<Arc<Bridge>> {
         let mut slot = slot.borrow_mut();
         if let Some((e, b)) = slot.as_ref()
             && e.0 == env
-            && lock(&b.tsfn).is_some()
+            && b.tsfn.locked().is_some()
         {
             return Ok(b.clone());
         }
@@ -111,7 +119,7 @@ pub(crate) fn bridge(env: sys::napi_env) -> napi::Result<Arc<Bridge>> {
         // Idle until a call is pending.
         // SAFETY: on the JavaScript thread, with the function just made.
         check(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "napi_unref_threadsafe_function")?;
-        *lock(&b.tsfn) = Some(Raw(tsfn));
+        *b.tsfn.locked() = Some(Raw(tsfn));
         *slot = Some((Raw(env), b.clone()));
         Ok(b)
     })
@@ -121,20 +129,22 @@ pub(crate) fn bridge(env: sys::napi_env) -> napi::Result<Arc<Bridge>> {
 unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the strong count `bridge` gave Node.
     let b = unsafe { Arc::from_raw(data as *const Bridge) };
-    lock(&b.tsfn).take();
-    lock(&b.queue).clear();
+    b.tsfn.locked().take();
+    b.queue.locked().clear();
 }
 
 /// On the JavaScript thread: settles every answer queued so far.
 unsafe extern "C" fn call_js(env: sys::napi_env, _f: sys::napi_value, context: *mut c_void, _data: *mut c_void) {
     // SAFETY: `context` stays valid until `finalize`, which runs after the last call.
     let b = unsafe { &*(context as *const Bridge) };
-    let batch = std::mem::take(&mut *lock(&b.queue));
+    let batch = std::mem::take(&mut *b.queue.locked());
     if env.is_null() {
         return; // the environment is going away: nobody is left to settle for
     }
-    if b.poked.swap(false, Ordering::SeqCst) {
-        crate::here::drive(env);
+    if b.poked.swap(false, Ordering::SeqCst)
+        && let Some(handler) = ON_POKE.get()
+    {
+        handler(env);
     }
     let n = batch.len();
     for settle in batch {
@@ -147,7 +157,7 @@ impl Bridge {
     /// On the JavaScript thread: one more call pending (the loop stays alive meanwhile).
     pub(crate) fn hold(&self, env: sys::napi_env) {
         if self.pending.fetch_add(1, Ordering::Relaxed) == 0
-            && let Some(t) = *lock(&self.tsfn)
+            && let Some(t) = *self.tsfn.locked()
         {
             // SAFETY: on the JavaScript thread, with a live function.
             unsafe { sys::napi_ref_threadsafe_function(env, t.0) };
@@ -158,14 +168,14 @@ impl Bridge {
     pub(crate) fn let_go(&self, env: sys::napi_env, n: usize) {
         if n > 0
             && self.pending.fetch_sub(n, Ordering::Relaxed) == n
-            && let Some(t) = *lock(&self.tsfn)
+            && let Some(t) = *self.tsfn.locked()
         {
             // SAFETY: on the JavaScript thread, with a live function.
             unsafe { sys::napi_unref_threadsafe_function(env, t.0) };
         }
     }
 
-    /// From any thread: asks for a run of `here::drive` on the JavaScript thread.
+    /// From any thread: asks for a run of the [`on_poke`] handler on the JavaScript thread.
     pub(crate) fn poke(&self) {
         if !self.poked.swap(true, Ordering::SeqCst) {
             self.call();
@@ -173,7 +183,7 @@ impl Bridge {
     }
 
     fn call(&self) {
-        let tsfn = lock(&self.tsfn);
+        let tsfn = self.tsfn.locked();
         if let Some(t) = *tsfn {
             // SAFETY: the lock keeps `finalize` from invalidating `t` meanwhile.
             unsafe {
@@ -186,7 +196,7 @@ impl Bridge {
     /// `call_js` (a run already asked for takes the later answers along).
     fn send(&self, settle: Settle) {
         let first = {
-            let mut q = lock(&self.queue);
+            let mut q = self.queue.locked();
             q.push(settle);
             q.len() == 1
         };
@@ -244,15 +254,6 @@ pub(crate) fn pending(env: &Env) -> napi::Result<(Arc<Bridge>, Raw<sys::napi_def
     Ok((bridge, Raw(deferred), Promise(promise)))
 }
 
-/// A promise made by [`promise`], returned as is to JavaScript.
-pub struct Promise(sys::napi_value);
-
-impl ToNapiValue for Promise {
-    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-        Ok(val.0)
-    }
-}
-
 /// A promise of `fut`'s answer, `fut` running on napi's runtime.
 pub(crate) fn promise<T, F>(env: &Env, fut: F) -> napi::Result<Promise>
 where
@@ -261,7 +262,7 @@ where
 {
     let (bridge, deferred, promise) = pending(env)?;
     let settler = Settler { bridge, deferred, out: None };
-    let in_flight = crate::busy::started();
+    let in_flight = super::busy::started();
     napi::bindgen_prelude::spawn(async move {
         let out = fut.await;
         drop(in_flight);

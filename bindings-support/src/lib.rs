@@ -1,0 +1,14 @@
+//! What every language binding of baton needs alike, kept free of any binding framework
+//! (pyo3, napi, uniffi, wasm-bindgen) so that each binding adds only its own glue:
+//!
+//! - [`cell`]: the core guard behind a guard object of the host language, which a
+//!   release empties (a host object cannot be consumed as `release(self)` is);
+//! - [`kind`]: the error kind names, taken from the core's [`baton::ErrorKind::ALL`];
+//! - [`convert`]: host numbers to durations, counts and lock options, and counts back to
+//!   numbers a JavaScript `number` holds exactly, with the core's `InvalidArgument` errors.
+
+pub mod cell;
+pub mod convert;
+pub mod kind;
+
+pub use cell::{Cell, CoreGuard, Extend, any_lost};

@@ -1,4 +1,4 @@
-//! `etcd://…?scheme=txn`: the seeds' bare-key try-lock (a txn on `create_revision == 0`
+//! `etcd://…?scheme=txn`: the bare-key try-lock many Go services write (a txn on `create_revision == 0`
 //! under a lease; no queue, waiters watch the key). The lock checks of the behaviour suite
 //! (not the fair-queue, read-write, semaphore or latch ones, which do not change with the
 //! lock scheme and run in `etcd.rs`), and the layout: the bare key, a foreign holder.
@@ -49,7 +49,7 @@ fn etcdctl(args: &[&str]) -> String {
 }
 
 /// The lock is the bare key, under a lease, its create revision the token; a key written by
-/// someone else (the seed's Go client writes `g`) is a holder too.
+/// someone else (a Go client that writes `g`) is a holder too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bare_key_layout_and_foreign_holder() {
     let (a, b) = (Client::connect(&url()).await.unwrap(), Client::connect(&url()).await.unwrap());

@@ -1,5 +1,5 @@
 //! `DrivenLink`, the connection a caller's event loop drives (the Node binding's hot path,
-//! `bindings-node/src/here.rs`), on the server of `scripts/services`
+//! `bindings-node/src/fast/here.rs`), on the server of `scripts/services`
 //! (`BATON_TEST_REDIS_URL`). A current-thread runtime stands in for Node's loop: the test
 //! installs the link on its thread and a task there waits for the socket to be readable
 //! (tokio's `AsyncFd` in libuv's place) and hands the answers out. Checked against the

@@ -2,7 +2,7 @@
 //! free ports (never the shared 7001–7005 of `scripts/services`), killed and restarted
 //! here. Shows the quorum (2 of 5 down: granted; 3 of 5 down: a clear error, never a
 //! grant), the watchdog renewing on a quorum, fencing tokens that keep growing across
-//! nodes restarted empty, and the seeds' rule for restarting a crashed node (after one
+//! nodes restarted empty, and the rule for restarting a crashed node (after one
 //! TTL, not at once).
 #![cfg(feature = "redlock")]
 
@@ -145,7 +145,7 @@ async fn tokens_grow_across_nodes_restarted_empty() {
     }
 }
 
-/// The seeds' rule: "after a crash, restart a Redis node only after one TTL". A holds a
+/// The operators' rule: "after a crash, restart a Redis node only after one TTL". A holds a
 /// 3 s lock granted by exactly nodes 0, 1, 2 (3 and 4 were down and come back empty).
 /// Node 2 crashes:
 /// - restarted at once (empty), it lets B in on nodes 2, 3, 4 while A's lease still runs:

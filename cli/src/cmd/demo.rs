@@ -1,4 +1,4 @@
-//! `baton demo`: the flash sale from the seeds. Buyers in separate processes check the
+//! `baton demo`: a flash sale, the classic oversell race. Buyers in separate processes check the
 //! stock, think for a moment, and write back stock − 1: a read-modify-write that
 //! oversells without a lock and sells exactly the stock with one.
 
@@ -275,7 +275,7 @@ pub(crate) async fn buyer(args: BuyerArgs, url: &str) -> Result<u8, Failure> {
         Some(l) => Some(l.acquire_timeout(Duration::from_secs(30)).await?),
         None => None,
     };
-    // The flawed critical section from the seeds: check, think, decrement.
+    // The flawed critical section: check, think, decrement.
     let seen = read_stock(&args.stock_file)?;
     let result = if seen > 0 {
         tokio::time::sleep(THINK).await;

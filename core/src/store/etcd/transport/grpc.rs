@@ -12,6 +12,7 @@ use etcd_client::{
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
+use super::super::config::EtcdConfig;
 use super::proto::{
     Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream, each_endpoint,
 };
@@ -40,14 +41,9 @@ impl std::fmt::Debug for Grpc {
 }
 
 impl Grpc {
-    pub(crate) async fn connect(
-        endpoints: Vec<String>,
-        store: String,
-        timeout: Duration,
-        connect_timeout: Duration,
-        auth: Option<(String, String)>,
-        tls: super::Tls,
-    ) -> Result<Grpc> {
+    pub(crate) async fn connect(cfg: &EtcdConfig) -> Result<Grpc> {
+        let EtcdConfig { endpoints, store, timeout, connect_timeout, tls, .. } = cfg.clone();
+        let auth = cfg.auth.clone().map(|c| (c.user, c.password));
         let mut opts = ConnectOptions::new()
             .with_timeout(timeout)
             .with_connect_timeout(connect_timeout)

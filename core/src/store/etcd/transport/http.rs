@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value as Json, json};
 use tokio::time::Instant;
 
+use super::super::config::EtcdConfig;
 use super::gateway::{JAuth, JError, JKeepAlive, JLease, JLock, JRange, JTxn, JWatchLine, b64, range_json, txn_json};
 use super::proto::{Event, OpResp, Range, RangeResp, Transport, Txn, TxnResp, WatchStream, each_endpoint};
 use crate::error::{Error, Result};
@@ -38,14 +39,9 @@ impl std::fmt::Debug for Http {
 
 impl Http {
     /// Connects to `endpoints` (`host:port`) and checks that one answers.
-    pub(crate) async fn connect(
-        endpoints: Vec<String>,
-        store: String,
-        timeout: Duration,
-        connect_timeout: Duration,
-        auth: Option<(String, String)>,
-        tls: super::Tls,
-    ) -> Result<Http> {
+    pub(crate) async fn connect(cfg: &EtcdConfig) -> Result<Http> {
+        let EtcdConfig { endpoints, store, timeout, connect_timeout, tls, .. } = cfg.clone();
+        let auth = cfg.auth.clone().map(|c| (c.user, c.password));
         let mut builder = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
             .tcp_nodelay(true)

@@ -4,6 +4,9 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 
+/// Options every scheme accepts (read by `Client::connect`).
+pub(crate) const COMMON_OPTIONS: &[&str] = &["lease", "renew", "prefix"];
+
 /// A parsed store URL (`scheme://[user[:password]@]hosts[/path][?options]`).
 ///
 /// Hosts may be a comma-separated list (`redlock://h1:7001,h2:7002`), which general URL

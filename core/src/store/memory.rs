@@ -61,7 +61,7 @@ impl Memory {
                 "memory URLs take a store name, not a path: use memory:// or memory://NAME, not {url}"
             )));
         }
-        url.check_options(super::open::COMMON_OPTIONS)?;
+        url.check_options(crate::url::COMMON_OPTIONS)?;
         let shared = registry().get_or_insert_with(url.hosts().to_owned(), Shared::default);
         Ok(Memory { shared, epoch: epoch() })
     }

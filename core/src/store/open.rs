@@ -36,9 +36,6 @@ const KNOWN_SCHEMES: &[(&str, Option<&str>)] = &[
     ("zk", None),
 ];
 
-/// Options every scheme accepts (read by `Client::connect`).
-pub(crate) const COMMON_OPTIONS: &[&str] = &["lease", "renew", "prefix"];
-
 /// Opens the store `url` names.
 pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Store>> {
     match url.scheme() {

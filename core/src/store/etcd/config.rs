@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::store::open::COMMON_OPTIONS;
+use crate::url::COMMON_OPTIONS;
 use crate::url::StoreUrl;
 
 /// Options of the etcd schemes besides the common ones.

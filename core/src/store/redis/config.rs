@@ -5,7 +5,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
-use crate::store::open::COMMON_OPTIONS;
+use crate::url::COMMON_OPTIONS;
 use crate::url::StoreUrl;
 
 /// Options of every Redis scheme besides the common ones.

@@ -10,6 +10,7 @@ mod conn;
 mod keys;
 mod layout;
 mod reply;
+mod script;
 
 #[cfg(feature = "driven-link")]
 pub use self::conn::driven::DrivenLink;
@@ -21,7 +22,7 @@ use redis::Cmd;
 
 use self::config::{LockLayout, Names, RedisConfig, SemLayout, Topology};
 use self::conn::Conn;
-use self::layout::{fair, fence, latch, lock, rsemaphore, rwlock, semaphore, simple};
+use self::layout::{ALL, fair, fence, latch, lock, rsemaphore, rwlock, semaphore, simple};
 #[cfg(feature = "bench")]
 use super::Diagnostics;
 use super::{Store, Subscription};
@@ -45,7 +46,7 @@ impl Redis {
 
     /// Connects as `cfg` says (the subscriber connection connects on first use).
     pub(crate) async fn connect(cfg: RedisConfig) -> Result<Redis> {
-        Ok(Redis { conn: Conn::open(&cfg, false).await?, cfg })
+        Ok(Redis { conn: Conn::open(&cfg, false, &ALL).await?, cfg })
     }
 
     /// The Redis name of `key` (see `keys::redis_name`).
@@ -84,7 +85,7 @@ impl Redis {
     /// not stop it; the quorum decides), scripts loaded on the first `NOSCRIPT`.
     pub(crate) async fn open_node(url: &StoreUrl) -> Result<Redis> {
         let cfg = RedisConfig::from_url(url)?;
-        Ok(Redis { conn: Conn::open(&cfg, true).await?, cfg })
+        Ok(Redis { conn: Conn::open(&cfg, true, &ALL).await?, cfg })
     }
 
     /// One acquire attempt, with the node's token counter: a grant's token, or the counter

@@ -10,7 +10,7 @@
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::state::{Attempt, Released};
+use crate::state::{Attempt, HoldMode, Released, Waiter};
 
 /// A reply no script of this version gives.
 pub(super) fn unexpected(store: &str, what: &str, v: &Value) -> Error {
@@ -124,4 +124,23 @@ pub(super) fn pairs(v: &Value) -> Vec<(&[u8], &[u8])> {
 /// The `u64` under `field` in a [`pairs`] list (a `t:<holder>` token, a `c:<holder>` count).
 pub(super) fn field_u64(pairs: &[(&[u8], &[u8])], field: &str) -> Option<u64> {
     pairs.iter().find(|(f, _)| *f == field.as_bytes()).and_then(|(_, v)| bytes_u64(v))
+}
+
+/// The live places of a fair queue (list + expiry zset: the lock's and the read-write
+/// lock's waiting writers), in order.
+pub(crate) fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
+    let scores = pairs(zset);
+    items(queue)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|w| {
+            let w = bytes(w)?;
+            let score = scores.iter().find(|(m, _)| *m == w).and_then(|(_, s)| bytes_f64(s))?;
+            (score > now as f64).then(|| Waiter {
+                holder: String::from_utf8_lossy(w).into_owned(),
+                mode: HoldMode::Exclusive,
+                expires_ms: score as u64,
+            })
+        })
+        .collect()
 }

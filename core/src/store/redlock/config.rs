@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::store::open::COMMON_OPTIONS;
+use crate::url::COMMON_OPTIONS;
 use crate::url::StoreUrl;
 
 /// Options of `redlock://` itself.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::store::open::COMMON_OPTIONS;
+use crate::url::COMMON_OPTIONS;
 use crate::url::StoreUrl;
 
 /// What a SQL store URL names: the database kind, and where it is.

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::local::{Local, Moved, Moving};
-use super::queue::grant_txn;
-use super::{Entry, LockKeys, Value, encode, secs};
+use super::{Entry, LockKeys, Value, encode, grant_txn, secs};
 use crate::error::Result;
 use crate::state::{Attempt, Request};
 use crate::store::etcd::session::Session;
@@ -50,7 +49,7 @@ pub(super) async fn handoff(
     Ok(Some(Attempt::Granted { token: u64::try_from(e.kv.create_revision).unwrap_or(0), count: 1, fresh: true }))
 }
 
-/// Moves a hand-off grant's key to the session lease (`txn`, from `queue::grant_txn`); retried
+/// Moves a hand-off grant's key to the session lease (`txn`, from `grant_txn`); retried
 /// on connection failures until `until`, when the key could end with its queue lease.
 async fn move_key(t: Arc<dyn Transport>, s: Arc<Session>, txn: Txn, until: Instant, tx: watch::Sender<Moved>) {
     let deadline = tokio::time::Instant::from_std(until);

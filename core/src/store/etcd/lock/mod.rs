@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use self::local::Local;
 pub(crate) use self::queue::{acquire, leave_queue, release, renew};
-use super::transport::{Kv, Range, RangeResp, Transport, Txn, TxnOp};
+use super::transport::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp};
 use crate::error::Result;
 
 /// The keys of one lock name.
@@ -166,6 +166,19 @@ pub(crate) async fn predecessor(
         None => es.last().map(|e| (e.kv.key.clone(), es.len() == 1)),
     };
     Ok(pred.map(|(k, head)| (k, r.revision, head)))
+}
+
+/// The grant of the waiter key `kv`: rewritten as held (under `lease`; `None` keeps its
+/// lease), same create revision, and its token recorded; only while it is still there.
+pub(super) fn grant_txn(keys: &LockKeys, kv: &Kv, value: &Value, lease: Option<i64>) -> Txn {
+    Txn {
+        compare: vec![Compare::create(&kv.key, kv.create_revision)],
+        success: vec![
+            TxnOp::Put { key: kv.key.clone(), value: encode(value), lease },
+            TxnOp::Put { key: keys.fence.clone(), value: kv.create_revision.to_string().into_bytes(), lease: Some(0) },
+        ],
+        failure: vec![],
+    }
 }
 
 #[cfg(test)]

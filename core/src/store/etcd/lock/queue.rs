@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::handoff::handoff;
 use super::local::{Local, Moved};
-use super::{Entry, LockKeys, Value, encode, entries, secs};
+use super::{Entry, LockKeys, Value, encode, entries, grant_txn, secs};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Released, Request};
 use crate::store::etcd::session::Session;
@@ -250,19 +250,6 @@ async fn promote(
         Kv { value: encode(&value), mod_revision: resp.revision, lease: lease.unwrap_or(e.kv.lease), ..e.kv.clone() };
     local.hold(&keys.prefix, &req.holder, kv);
     Ok(Some(Attempt::Granted { token: u64::try_from(token).unwrap_or(0), count: 1, fresh: true }))
-}
-
-/// The grant of the waiter key `kv`: rewritten as held (under `lease`; `None` keeps its
-/// lease), same create revision, and its token recorded; only while it is still there.
-pub(super) fn grant_txn(keys: &LockKeys, kv: &Kv, value: &Value, lease: Option<i64>) -> Txn {
-    Txn {
-        compare: vec![Compare::create(&kv.key, kv.create_revision)],
-        success: vec![
-            TxnOp::Put { key: kv.key.clone(), value: encode(value), lease },
-            TxnOp::Put { key: keys.fence.clone(), value: kv.create_revision.to_string().into_bytes(), lease: Some(0) },
-        ],
-        failure: vec![],
-    }
 }
 
 /// Creates the holder's key: under a hold lease when the queue looked empty, else under a

@@ -23,7 +23,7 @@ use redis::{Cmd, ConnectionInfo, ProtocolVersion, RedisConnectionInfo, RedisErro
 use self::pubsub::{Channels, Hub};
 use self::tls::Transport;
 use super::config::{RedisConfig, Topology};
-use super::layout::{self, Lua};
+use super::script::{Lua, Scripts};
 use crate::error::{Error, Result};
 use crate::store::Subscription;
 use crate::sync::LockExt;
@@ -127,6 +127,8 @@ pub(crate) struct Conn {
     topo: Topo,
     /// Requests sent on the command connection (every `Counted` of this store shares it).
     trips: Arc<AtomicU64>,
+    /// What to load again when the server lost its scripts.
+    scripts: Scripts,
     #[cfg(feature = "driven-link")]
     driven: driven::Home,
 }
@@ -141,7 +143,7 @@ impl Conn {
     /// Connects as `cfg` says. `lazy`: the command connection connects on first use and
     /// the scripts load on the first `NOSCRIPT` (a `redlock://` node that is down when the
     /// client starts must not stop it).
-    pub(crate) async fn open(cfg: &RedisConfig, lazy: bool) -> Result<Conn> {
+    pub(crate) async fn open(cfg: &RedisConfig, lazy: bool, scripts: Scripts) -> Result<Conn> {
         let mut settings = RedisConnectionInfo::default().set_db(cfg.db);
         if let Some(user) = &cfg.user {
             settings = settings.set_username(user);
@@ -180,7 +182,7 @@ impl Conn {
         // Loaded once; a server that lost them (restart, SCRIPT FLUSH) gets them again on
         // the first NOSCRIPT.
         if !lazy {
-            load_scripts(&mut counted).await.map_err(|e| error(&dial.store, e))?;
+            load_scripts(&mut counted, scripts).await.map_err(|e| error(&dial.store, e))?;
         }
         let sub = dial.subscriber(sub_at)?;
         let hub = Arc::new(Hub::new(sub, channels, crate::rt::Rt::current(), cfg.timeout, dial.store.clone()));
@@ -190,6 +192,7 @@ impl Conn {
             dial,
             topo,
             trips,
+            scripts,
             #[cfg(feature = "driven-link")]
             driven: driven::Home::new(cfg, lazy),
         })
@@ -270,8 +273,8 @@ impl Conn {
 
     /// One renewal (a script call answering 1 or 0).
     pub(crate) async fn renew(&self, cmd: Cmd) -> Result<bool> {
-        let out = match renew_on(self.counted()?, &cmd).await {
-            Err(e) if self.recover(&e).await => renew_on(self.counted()?, &cmd).await,
+        let out = match renew_on(self.counted()?, &cmd, self.scripts).await {
+            Err(e) if self.recover(&e).await => renew_on(self.counted()?, &cmd, self.scripts).await,
             r => r,
         };
         out.map(|v| v == 1).map_err(|e| self.err(e))
@@ -284,7 +287,7 @@ impl Conn {
             pipe.add_command(cmd);
         }
         pipe.ignore_errors();
-        let mut out = pipeline_on(self.counted()?, &pipe).await;
+        let mut out = pipeline_on(self.counted()?, &pipe, self.scripts).await;
         // A failover answers the whole pipeline or each item (`READONLY`): move and retry.
         let failed = match &out {
             Err(e) => Some(e),
@@ -293,7 +296,7 @@ impl Conn {
         if let Some(e) = failed
             && self.recover(e).await
         {
-            out = pipeline_on(self.counted()?, &pipe).await;
+            out = pipeline_on(self.counted()?, &pipe, self.scripts).await;
         }
         let out = out.map_err(|e| self.err(e))?;
         // An item refused as a failover refuses it (`READONLY`, `LOADING`: the new master
@@ -364,10 +367,10 @@ async fn eval_on(mut conn: Counted, lua: &Lua, keys: &[&[u8]], args: &[&[u8]]) -
 }
 
 /// One renewal on `conn`, scripts loaded again first if the server lost them.
-async fn renew_on(mut conn: Counted, cmd: &Cmd) -> redis::RedisResult<i64> {
+async fn renew_on(mut conn: Counted, cmd: &Cmd, scripts: Scripts) -> redis::RedisResult<i64> {
     match cmd.query_async::<i64>(&mut conn).await {
         Err(e) if is_noscript(&e) => {
-            load_scripts(&mut conn).await?;
+            load_scripts(&mut conn, scripts).await?;
             cmd.query_async::<i64>(&mut conn).await
         }
         r => r,
@@ -376,10 +379,14 @@ async fn renew_on(mut conn: Counted, cmd: &Cmd) -> redis::RedisResult<i64> {
 
 /// A pipeline of renewals on `conn` (one answer per item), scripts loaded again first if
 /// the server lost them.
-async fn pipeline_on(mut conn: Counted, pipe: &redis::Pipeline) -> redis::RedisResult<Vec<redis::RedisResult<i64>>> {
+async fn pipeline_on(
+    mut conn: Counted,
+    pipe: &redis::Pipeline,
+    scripts: Scripts,
+) -> redis::RedisResult<Vec<redis::RedisResult<i64>>> {
     let out: Vec<redis::RedisResult<i64>> = pipe.query_async(&mut conn).await?;
     if out.iter().any(|r| r.as_ref().is_err_and(is_noscript)) {
-        load_scripts(&mut conn).await?;
+        load_scripts(&mut conn, scripts).await?;
         return pipe.query_async(&mut conn).await;
     }
     Ok(out)
@@ -405,15 +412,15 @@ fn is_noscript(e: &RedisError) -> bool {
 /// Loads every script: one pipeline on a single server; on a cluster one `SCRIPT LOAD`
 /// per script, each of which the cluster client sends to every master (a pipeline would
 /// go to one node only).
-async fn load_scripts(conn: &mut Counted) -> redis::RedisResult<()> {
+async fn load_scripts(conn: &mut Counted, scripts: Scripts) -> redis::RedisResult<()> {
     if let Link::Cluster(_) = conn.link {
-        for s in layout::ALL {
+        for s in scripts {
             redis::cmd("SCRIPT").arg("LOAD").arg(s.code).exec_async(conn).await?;
         }
         return Ok(());
     }
     let mut load = redis::pipe();
-    for s in layout::ALL {
+    for s in scripts {
         load.cmd("SCRIPT").arg("LOAD").arg(s.code).ignore();
     }
     load.exec_async(conn).await

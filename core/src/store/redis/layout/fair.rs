@@ -3,16 +3,12 @@
 //! the shape of the read-write lock's waiting-writer queue. A fair waiter listens on its
 //! own channel, as `RFairLock` waiters do: a release wakes the head of the queue only.
 
-use redis::Value;
-
 use super::super::conn::Conn;
 use super::super::keys;
-use super::super::reply::{bytes, bytes_f64, items, pairs};
 use super::Lua;
 use super::lock::LockKeys;
 use crate::error::Result;
 use crate::key::Family;
-use crate::state::{HoldMode, Waiter};
 
 /// KEYS: queue, timeouts, hash. ARGV: holder, channel.
 pub(super) static LEAVE: Lua = lua!("lock_leave");
@@ -32,22 +28,4 @@ pub(crate) async fn leave(c: &Conn, n: &str, holder: &str) -> Result<()> {
 /// The channel the fair waiter `holder` of the lock `n` listens on.
 pub(crate) fn waiter_channel(n: &str, holder: &str) -> String {
     format!("{}:{holder}", keys::channel(Family::Lock, n))
-}
-
-/// The live places of a queue (list + expiry zset), in order.
-pub(crate) fn waiters(now: u64, queue: &Value, zset: &Value) -> Vec<Waiter> {
-    let scores = pairs(zset);
-    items(queue)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|w| {
-            let w = bytes(w)?;
-            let score = scores.iter().find(|(m, _)| *m == w).and_then(|(_, s)| bytes_f64(s))?;
-            (score > now as f64).then(|| Waiter {
-                holder: String::from_utf8_lossy(w).into_owned(),
-                mode: HoldMode::Exclusive,
-                expires_ms: score as u64,
-            })
-        })
-        .collect()
 }

@@ -14,8 +14,8 @@ use redis::{Cmd, Value};
 
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{meta, prefix_name, token_counter};
-use super::super::reply::{bytes_u64, expiry, int, items, pairs, released, uint};
-use super::{Lua, count_arg, fair, ms};
+use super::super::reply::{self, bytes_u64, expiry, int, items, pairs, released, uint};
+use super::{Lua, count_arg, ms};
 use crate::error::{Error, Result};
 use crate::state::{Hold, HoldMode, KeyState, Mode, Released, Request};
 use crate::store::redis::config::Clock;
@@ -139,5 +139,5 @@ pub(crate) async fn inspect(c: &Conn, n: &str, clock: Clock) -> Result<(KeyState
             })
         })
         .collect();
-    Ok((KeyState { fence, holds, queue: fair::waiters(now, queue, zset), count: 0 }, now))
+    Ok((KeyState { fence, holds, queue: reply::waiters(now, queue, zset), count: 0 }, now))
 }

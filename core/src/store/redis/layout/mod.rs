@@ -21,27 +21,11 @@ pub(super) mod rwlock;
 pub(super) mod semaphore;
 pub(super) mod simple;
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::config::SemLayout;
 use super::keys;
-
-/// One script: its source (for `SCRIPT LOAD` and `EVAL`) and its SHA (for `EVALSHA`).
-pub(crate) struct Lua {
-    pub(crate) code: &'static str,
-    sha: OnceLock<String>,
-}
-
-impl Lua {
-    pub(crate) const fn new(code: &'static str) -> Lua {
-        Lua { code, sha: OnceLock::new() }
-    }
-
-    pub(crate) fn sha(&self) -> &str {
-        self.sha.get_or_init(|| redis::Script::new(self.code).get_hash().to_owned())
-    }
-}
+pub(crate) use super::script::Lua;
 
 /// Every script, for loading them all at once.
 pub(crate) static ALL: [&Lua; 25] = [

@@ -9,8 +9,8 @@ use redis::{Cmd, Value};
 
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{meta, prefix_name, suffix_base, token_counter};
-use super::super::reply::{bytes, int, items, released, uint};
-use super::{Lua, count_arg, fair, ms};
+use super::super::reply::{self, bytes, int, items, released, uint};
+use super::{Lua, count_arg, ms};
 use crate::error::Result;
 use crate::state::{self, Hold, HoldMode, KeyState, Mode, Released, Request, Waiter};
 
@@ -144,6 +144,6 @@ pub(crate) async fn inspect(c: &Conn, n: &str) -> Result<(KeyState, u64)> {
             expires_ms: super::super::reply::expiry(now, int(left).ok_or_else(bad)?),
         });
     }
-    let queue = fair::waiters(now, queue, zset).into_iter().map(|w| Waiter { mode: HoldMode::Write, ..w }).collect();
+    let queue = reply::waiters(now, queue, zset).into_iter().map(|w| Waiter { mode: HoldMode::Write, ..w }).collect();
     Ok((KeyState { fence: uint(counter).unwrap_or(0), holds: out, queue, count: 0 }, now))
 }

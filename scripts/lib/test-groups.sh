@@ -21,10 +21,11 @@ declare -A GROUP_PORTS=([redis]=10000-13999 [etcd]=14000-16999 [rest]=17000-1999
 
 list_test_binaries() {
     local out=$1; shift
-    # One JSON message per artifact; test binaries carry "executable". sed keeps the tool
-    # needs at bash + coreutils (no jq on a fresh machine).
+    # One JSON message per artifact; test harnesses carry "executable" and a profile with
+    # "test":true (the CLI's own binary, built for its tests, carries "test":false). sed
+    # keeps the tool needs at bash + coreutils (no jq on a fresh machine).
     timeout --kill-after=30 40m cargo test "$@" --no-run --message-format=json-render-diagnostics \
-        | grep '"executable":"/' \
+        | grep '"executable":"/' | grep '"test":true},"features"' \
         | sed -E 's/.*"manifest_path":"([^"]*)\/Cargo\.toml".*"executable":"([^"]*)".*/\1\t\2/' \
         | sort -u >"$out"
     [[ -s $out ]] || die "no test binaries were built"

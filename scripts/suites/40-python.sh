@@ -18,6 +18,7 @@ ensure_python() {
 suite_python() {
     ensure_toolchain
     ensure_python
+    bindings_build_env
     local py=${BATON_PYTHON:-python3} venv="$ROOT/target/py-venv"
     local vpy="$venv/bin/python"
     # mypy's cache stays under target/, not in the working tree.

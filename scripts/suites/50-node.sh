@@ -16,6 +16,7 @@ suite_node() {
     command -v node >/dev/null || die "node not found: install Node.js ≥ 20 (with npm)"
     command -v npm >/dev/null || die "npm not found: install npm"
     local dir="$ROOT/bindings-node"
+    bindings_build_env
     step "npm install (bindings-node)" 10m npm --prefix "$dir" install --no-audit --no-fund
     step "napi build --release + tsc" 45m npm --prefix "$dir" run build
     # Every server store of the services suite that this build reaches (see store-urls.mjs).

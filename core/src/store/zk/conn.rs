@@ -39,7 +39,8 @@ fn local_ms() -> i64 {
 
 impl Conn {
     pub(crate) async fn open(cfg: ZkConfig) -> Result<Conn> {
-        let c = Conn { cfg, cur: tokio::sync::Mutex::new(None), offset: AtomicI64::new(0), closed: AtomicBool::new(false) };
+        let c =
+            Conn { cfg, cur: tokio::sync::Mutex::new(None), offset: AtomicI64::new(0), closed: AtomicBool::new(false) };
         c.client().await?;
         Ok(c)
     }
@@ -60,8 +61,9 @@ impl Conn {
 
     async fn connect(&self) -> Result<zk::Client> {
         let cfg = &self.cfg;
-        let mut conn =
-            zk::Client::connector().with_session_timeout(cfg.session_timeout).with_connection_timeout(cfg.connect_timeout);
+        let mut conn = zk::Client::connector()
+            .with_session_timeout(cfg.session_timeout)
+            .with_connection_timeout(cfg.connect_timeout);
         if let Some((u, p)) = &cfg.digest {
             conn = conn.with_auth("digest", format!("{u}:{p}").as_bytes());
         }

@@ -18,7 +18,9 @@ pub(crate) fn node(name_path: &str) -> String {
 /// The count and the version read (`None`: no node).
 async fn read(conn: &Conn, c: &zk::Client, p: &str) -> Result<Option<(u64, i32)>> {
     match conn.bounded(c.get_data(p)).await {
-        Ok((d, stat)) => Ok(Some((std::str::from_utf8(&d).ok().and_then(|s| s.parse().ok()).unwrap_or(0), stat.version))),
+        Ok((d, stat)) => {
+            Ok(Some((std::str::from_utf8(&d).ok().and_then(|s| s.parse().ok()).unwrap_or(0), stat.version)))
+        }
         Err(zk::Error::NoNode) => Ok(None),
         Err(e) => Err(conn.err("read the latch", e)),
     }

@@ -45,7 +45,7 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Att
     let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms };
     let created = create_many(conn, &c, dir, &data, count).await?;
     let Some(&(ref last, _)) = created.last() else { return Ok(Attempt::Busy { retry_ms: None }) };
-    let token = created.first().map_or(0, |(_, czxid)| u64::try_from(*czxid).unwrap_or(0));
+    let token = token_of(conn, &c, dir, &created).await?;
     let children = match conn.bounded(c.list_children(dir)).await {
         Ok(v) => v,
         Err(e) => return Err(conn.err("list the leases", e)),
@@ -63,6 +63,20 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Att
     match conn.bounded(async { w.commit().await.map_err(zk::Error::from) }).await {
         Ok(_) | Err(zk::Error::NoNode) => Ok(Attempt::Busy { retry_ms: None }),
         Err(e) => Err(conn.err("give the leases back", e)),
+    }
+}
+
+/// The create zxid of the first of `created`: from the `multi`'s answer, or read when the
+/// server left that stat out (ZOOKEEPER-4026).
+async fn token_of(conn: &Conn, c: &zk::Client, dir: &str, created: &[(String, i64)]) -> Result<u64> {
+    let Some((name, czxid)) = created.first() else { return Ok(0) };
+    if *czxid > 0 {
+        return Ok(u64::try_from(*czxid).unwrap_or(0));
+    }
+    match conn.bounded(c.check_stat(&format!("{dir}/{name}"))).await {
+        Ok(Some(stat)) => Ok(u64::try_from(stat.czxid).unwrap_or(0)),
+        Ok(None) => Ok(0),
+        Err(e) => Err(conn.err("read the lease", e)),
     }
 }
 
@@ -108,7 +122,8 @@ pub(crate) async fn renew(conn: &Conn, dir: &str, holder: &str, lease_ms: u64) -
     }
     let mut w = c.new_multi_writer();
     for e in &mine {
-        let d = Data { lease_ms, ..e.data.clone().unwrap_or_else(|| Data { holder: holder.into(), count: 1, lease_ms }) };
+        let d =
+            Data { lease_ms, ..e.data.clone().unwrap_or_else(|| Data { holder: holder.into(), count: 1, lease_ms }) };
         w.add_set_data(&e.path(dir), &d.bytes(), None).map_err(|x| conn.err("renew", x))?;
     }
     match conn.bounded(async { w.commit().await.map_err(zk::Error::from) }).await {

@@ -21,8 +21,10 @@ mod path;
 mod queue;
 mod watch;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use async_trait::async_trait;
 
@@ -38,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::inspect::{Holder, Inspection};
 use crate::key::{Family, Key};
 use crate::state::{Attempt, Mode, Released, Request};
+use crate::sync::Registry;
 use crate::url::StoreUrl;
 
 /// The ZooKeeper store of one client: one session.
@@ -53,16 +56,25 @@ impl Zk {
     }
 
     fn queue(key: &Key) -> Result<Queue> {
-        let dir = path::of_name(&key.name)?;
+        let dir = path::of_name(&key.name);
         Ok(if key.family == Family::RwLock { Queue::rw(dir) } else { Queue::lock(dir) })
     }
 
     fn leases(key: &Key) -> Result<String> {
-        Ok(leases::dir(&path::of_name(&key.name)?))
+        Ok(leases::dir(&path::of_name(&key.name)))
     }
 
     fn latch(key: &Key) -> Result<String> {
-        Ok(latch::node(&path::of_name(&key.name)?))
+        Ok(latch::node(&path::of_name(&key.name)))
+    }
+
+    /// One step at a time per holder of a name in this process (steps are optimistic: two
+    /// attempts of one holder at once would each create a node).
+    async fn turn(&self, key: &Key, holder: &str) -> OwnedMutexGuard<()> {
+        static REG: OnceLock<Registry<(String, Key, String), Mutex<()>>> = OnceLock::new();
+        let id = (format!("{}{}", self.conn.cfg.hosts, self.conn.cfg.chroot), key.clone(), holder.to_owned());
+        let turn: Arc<Mutex<()>> = REG.get_or_init(Registry::default).get_or_insert_with(id, Mutex::default);
+        turn.lock_owned().await
     }
 
     fn sub(&self, target: Target) -> Box<dyn Subscription> {
@@ -81,6 +93,7 @@ fn no_latch_holds(key: &Key) -> Error {
 #[async_trait]
 impl Store for Zk {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        let _turn = self.turn(key, &req.holder).await;
         match key.family {
             Family::Lock | Family::RwLock => queue::acquire(&self.conn, &Self::queue(key)?, req).await,
             Family::Semaphore => leases::acquire(&self.conn, &Self::leases(key)?, req).await,
@@ -89,6 +102,7 @@ impl Store for Zk {
     }
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
+        let _turn = self.turn(key, holder).await;
         match key.family {
             Family::Lock | Family::RwLock => queue::renew(&self.conn, &Self::queue(key)?, holder, ms(lease)).await,
             Family::Semaphore => leases::renew(&self.conn, &Self::leases(key)?, holder, ms(lease)).await,
@@ -103,6 +117,7 @@ impl Store for Zk {
     }
 
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
+        let _turn = self.turn(key, holder).await;
         match key.family {
             Family::Lock | Family::RwLock => queue::release(&self.conn, &Self::queue(key)?, holder, count).await,
             Family::Semaphore => leases::release(&self.conn, &Self::leases(key)?, holder, count).await,
@@ -111,6 +126,7 @@ impl Store for Zk {
     }
 
     async fn leave_queue(&self, key: &Key, holder: &str) -> Result<()> {
+        let _turn = self.turn(key, holder).await;
         match key.family {
             Family::Lock | Family::RwLock => queue::leave_queue(&self.conn, &Self::queue(key)?, holder).await,
             _ => Ok(()),

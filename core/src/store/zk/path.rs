@@ -1,11 +1,13 @@
 //! Names to znode paths, and the protected-mode names of contender nodes.
 //!
 //! A name `orders/42` is the znode `/orders/42`, as Curator's
-//! `new InterProcessMutex(client, "/orders/42")`. Names that are not valid znode paths
-//! (ZooKeeper's `PathUtils.validatePath`: empty segments, a trailing `/`, `.` or `..`
-//! segments, control characters, the surrogate and private-use range U+D800–U+F8FF and
-//! U+FFF0–U+FFFF) and names under ZooKeeper's own `/zookeeper` are refused with
-//! `InvalidArgument`; nothing is escaped.
+//! `new InterProcessMutex(client, "/orders/42")`. Every baton name is valid (1–255 bytes,
+//! no NUL), but not every one is a znode path, so one rule escapes the others: a name
+//! that is not a valid znode path (ZooKeeper's `PathUtils.validatePath`: empty segments,
+//! a leading or trailing `/`, `.` or `..` segments, control characters, U+D800–U+F8FF,
+//! U+FFF0 and above, as the server checks UTF-16 units and refuses surrogate pairs), that lies under ZooKeeper's own `/zookeeper`, or that starts with `%`
+//! is the single znode `/%/<name percent-encoded>` (every byte but `A–Z a–z 0–9 _ -` as
+//! `%XX`). Direct names never start with `%`, so the two forms never meet.
 
 use crate::error::{Error, Result};
 
@@ -25,7 +27,11 @@ pub(crate) fn check(p: &str) -> Result<()> {
     }
     if let Some(c) = p.chars().find(|c| {
         let u = *c as u32;
-        u == 0 || (0x01..=0x1f).contains(&u) || (0x7f..=0x9f).contains(&u) || (0xf000..=0xf8ff).contains(&u) || u >= 0xfff0 && u <= 0xffff
+        u == 0
+            || (0x01..=0x1f).contains(&u)
+            || (0x7f..=0x9f).contains(&u)
+            || (0xd800..=0xf8ff).contains(&u)
+            || u >= 0xfff0
     }) {
         return Err(bad(&format!("character U+{:04X} is not allowed", c as u32)));
     }
@@ -35,11 +41,21 @@ pub(crate) fn check(p: &str) -> Result<()> {
     Ok(())
 }
 
-/// The znode of a name: `/NAME`, checked.
-pub(crate) fn of_name(name: &str) -> Result<String> {
+/// The znode of a name: `/NAME`, or its escaped form (see the module's rule).
+pub(crate) fn of_name(name: &str) -> String {
     let p = format!("/{name}");
-    check(&p)?;
-    Ok(p)
+    if !name.starts_with('%') && check(&p).is_ok() {
+        return p;
+    }
+    let mut out = String::from("/%/");
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// What a contender node is, by the lock name Curator gives it.
@@ -125,13 +141,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_map_to_paths_or_are_refused() {
-        assert_eq!(of_name("orders/42").unwrap(), "/orders/42");
-        assert_eq!(of_name("ключ/🔒").unwrap(), "/ключ/🔒");
-        for bad in ["a//b", "a/", "/a", "a/./b", "..", "a\u{1}b", "zookeeper", "zookeeper/quota", "a\u{fff5}"] {
-            assert_eq!(of_name(bad).unwrap_err().kind(), crate::ErrorKind::InvalidArgument, "{bad}");
+    fn names_map_to_paths_or_are_escaped() {
+        assert_eq!(of_name("orders/42"), "/orders/42");
+        assert_eq!(of_name("ключ/é"), "/ключ/é");
+        assert_eq!(of_name("🔒"), "/%/%F0%9F%94%92");
+        assert_eq!(of_name("zookeeperx"), "/zookeeperx");
+        let odd =
+            ["a//b", "a/", "/a", "a/./b", "..", "a\u{1}b", "zookeeper", "zookeeper/quota", "a\u{fff5}", "%41", "A"];
+        let paths: Vec<String> = odd.iter().map(|n| of_name(n)).collect();
+        assert_eq!(paths[0], "/%/a%2F%2Fb");
+        assert_eq!(paths[4], "/%/%2E%2E");
+        for p in &paths {
+            assert!(check(p).is_ok(), "{p}");
         }
-        assert!(of_name("zookeeperx").is_ok());
+        let distinct: std::collections::HashSet<_> = paths.iter().collect();
+        assert_eq!(distinct.len(), paths.len());
     }
 
     #[test]

@@ -139,7 +139,8 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
             return Ok(Attempt::Busy { retry_ms: retry });
         }
         // Waiting: a queue place, refreshed when a third of its ttl has gone.
-        let stale = e.left_ms(conn.server_now()).is_none_or(|l| l < i64::try_from(req.queue_ttl_ms * 2 / 3).unwrap_or(0));
+        let stale =
+            e.left_ms(conn.server_now()).is_none_or(|l| l < i64::try_from(req.queue_ttl_ms * 2 / 3).unwrap_or(0));
         if d.count > 0 || stale || d.lease_ms != req.queue_ttl_ms {
             let nd = Data { count: 0, lease_ms: req.queue_ttl_ms, ..d };
             match conn.bounded(c.set_data(&path, &nd.bytes(), Some(e.stat.version))).await {

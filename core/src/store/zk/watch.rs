@@ -59,7 +59,8 @@ impl ZkSub {
                     _ => es[..i].last(),
                 };
                 let Some(p) = pred else { return Ok((NOW, None)) };
-                let left = p.left_ms(conn.server_now()).map(|l| Duration::from_millis(u64::try_from(l.max(0)).unwrap_or(0)));
+                let left =
+                    p.left_ms(conn.server_now()).map(|l| Duration::from_millis(u64::try_from(l.max(0)).unwrap_or(0)));
                 match conn.bounded(c.get_and_watch_data(&p.path(&q.dir))).await {
                     Ok((_, _, w)) => Ok((Some(w), left)),
                     Err(zk::Error::NoNode) => Ok((NOW, None)),

@@ -8,10 +8,11 @@ use crate::error::{Error, Result};
 use crate::url::{COMMON_OPTIONS, StoreUrl};
 
 const OPTIONS: &[&str] = &["session_timeout", "connect_timeout", "timeout"];
-/// Curator's default is 60 s; a shorter session frees a crashed Curator-style holder (one
-/// with no baton lease on its node) sooner. The server clamps it to its own
-/// `[2, 20] × tickTime`.
-const DEFAULT_SESSION: Duration = Duration::from_secs(10);
+/// Curator's default is 60 s. 30 s is baton's default lease, so a default hold keeps its
+/// whole lease (a hold is never counted on past the session timeout after its last
+/// renewal), and a crashed Curator holder (no baton lease on its node) frees sooner. The
+/// server clamps it to its own `[2, 20] × tickTime`.
+const DEFAULT_SESSION: Duration = Duration::from_secs(30);
 const DEFAULT_CONNECT: Duration = Duration::from_secs(5);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_PORT: u16 = 2181;

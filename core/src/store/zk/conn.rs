@@ -9,8 +9,8 @@
 //! its lost signal, and the next call opens a new session.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use zookeeper_client as zk;
 
@@ -23,6 +23,8 @@ pub(crate) struct Conn {
     cur: tokio::sync::Mutex<Option<zk::Client>>,
     /// Server clock minus local clock, in ms, as last measured.
     offset: AtomicI64,
+    /// The session timeout the server granted, in ms.
+    session_ms: AtomicU64,
     closed: AtomicBool,
 }
 
@@ -39,8 +41,13 @@ fn local_ms() -> i64 {
 
 impl Conn {
     pub(crate) async fn open(cfg: ZkConfig) -> Result<Conn> {
-        let c =
-            Conn { cfg, cur: tokio::sync::Mutex::new(None), offset: AtomicI64::new(0), closed: AtomicBool::new(false) };
+        let c = Conn {
+            cfg,
+            cur: tokio::sync::Mutex::new(None),
+            offset: AtomicI64::new(0),
+            session_ms: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+        };
         c.client().await?;
         Ok(c)
     }
@@ -55,6 +62,7 @@ impl Conn {
             return Ok(c.clone());
         }
         let c = self.connect().await?;
+        self.session_ms.store(u64::try_from(c.session_timeout().as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
         *cur = Some(c.clone());
         Ok(c)
     }
@@ -114,6 +122,14 @@ impl Conn {
             zk::Error::ClientClosed => Error::connection(msg),
             zk::Error::BadArguments(_) => Error::invalid_argument(msg),
             _ => Error::backend(msg),
+        }
+    }
+
+    /// The session timeout the server granted (the URL's until a session is open).
+    pub(crate) fn session_timeout(&self) -> Duration {
+        match self.session_ms.load(Ordering::Relaxed) {
+            0 => self.cfg.session_timeout,
+            ms => Duration::from_millis(ms),
         }
     }
 

@@ -138,6 +138,12 @@ impl Store for Zk {
         true
     }
 
+    /// A session unheard of for its timeout expires, and its nodes go with it: a hold is
+    /// never counted on past the session timeout after its last renewal, whatever its lease.
+    fn lease_margin(&self, lease: Duration) -> Duration {
+        lease.saturating_sub(self.conn.session_timeout())
+    }
+
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         Ok(match key.family {
             Family::Lock | Family::RwLock => {

@@ -161,8 +161,7 @@ pub(crate) async fn delete_recording(conn: &Conn, c: &zk::Client, dir: &str, e: 
 /// `dir` (a container, as Curator's `creatingParentContainersIfNeeded`) when missing.
 pub(crate) async fn create(conn: &Conn, c: &zk::Client, dir: &str, kind: Kind, data: &Data) -> Result<zk::Stat> {
     let p = path::create_path(dir, &data.holder, kind);
-    let acls = conn.acls();
-    let opts = zk::CreateMode::EphemeralSequential.with_acls(acls.clone());
+    let opts = zk::CreateMode::EphemeralSequential.with_acls(conn.acls());
     for _ in 0..3 {
         match conn.bounded(c.create(&p, &data.bytes(), &opts)).await {
             Ok((stat, _)) => {

@@ -44,7 +44,7 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Att
     }
     let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms };
     let created = create_many(conn, &c, dir, &data, count).await?;
-    let Some(&(ref last, _)) = created.last() else { return Ok(Attempt::Busy { retry_ms: None }) };
+    let Some((last, _)) = created.last() else { return Ok(Attempt::Busy { retry_ms: None }) };
     let token = token_of(conn, &c, dir, &created).await?;
     let children = match conn.bounded(c.list_children(dir)).await {
         Ok(v) => v,

@@ -13,8 +13,10 @@ suite_curator() {
     step "services start zookeeper" 10m "$ROOT/scripts/services" start zookeeper
     # shellcheck disable=SC1091
     . "${BATON_SERVICES_DIR:-/tmp/baton-services}/services.env"
-    step "mvn: build the Curator harness" 15m mvn -q -B -f "$ROOT/tests/curator/pom.xml" \
+    step "mvn: build the Curator harness" 15m mvn -q -B -Dstyle.color=never -f "$ROOT/tests/curator/pom.xml" \
         compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
-    # --all-features: the feature set the rust suite built, so nothing is rebuilt after it.
-    step "Curator ⇄ baton (zk_curator)" 20m cargo test -p baton --all-features --test zk_curator -- --ignored
+    # The rust suite's own build (same workspace, exclusions and features): nothing is
+    # rebuilt after it.
+    local -a ex; mapfile -t ex < <(exclude_args)
+    step "Curator ⇄ baton (zk_curator)" 20m cargo test --workspace "${ex[@]}" --all-features --test zk_curator -- --ignored
 }

@@ -12,3 +12,4 @@ fn store() -> Store {
 
 behaviour_suite!(crate::store);
 cross_process_suite!(crate::store);
+

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::rt::Instant;
 use async_trait::async_trait;
-use tokio::time::Instant;
 
 use super::lock::{self, Local, LockKeys};
 use super::transport::{Range, Transport, WatchStream};
@@ -15,7 +15,7 @@ use crate::store::Subscription;
 
 /// Sleeps a little after a failed watch (the engine re-checks on return anyway).
 pub(crate) async fn pause(until: Instant) {
-    tokio::time::sleep_until(until.min(Instant::now() + Duration::from_millis(100))).await;
+    crate::rt::sleep_until(until.min(Instant::now() + Duration::from_millis(100))).await;
 }
 
 /// A lock waiter's subscription: each wait reads the queue and watches the deletion of

@@ -63,12 +63,24 @@ export function readmeSample() {
   return m[1];
 }
 
+/** wasm/README.md's `## Use` sample, in a page that reports its end (or its error). */
+function wasmReadmeSample() {
+  const readme = readFileSync(join(WASM, 'README.md'), 'utf8');
+  const js = readme.split('## Use')[1].match(/```js\n([\s\S]*?)```/)[1].replaceAll("'etcd+http://127.0.0.1:2379'", JSON.stringify(ETCD));
+  return `<!doctype html><script type="module">
+window.onunhandledrejection = (e) => { window.__sample = 'error: ' + (e.reason?.stack ?? e.reason); };
+${js}
+window.__sample = 'done';
+</script>`;
+}
+
 async function serve() {
   const port = await freePort();
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    if (path === '/readme.html') {
-      res.writeHead(200, { 'content-type': 'text/html' }).end(readmeSample());
+    if (path === '/readme.html' || path === '/wasm-readme.html') {
+      const page = path === '/readme.html' ? readmeSample() : wasmReadmeSample();
+      res.writeHead(200, { 'content-type': 'text/html' }).end(page);
       return;
     }
     const file = normalize(join(WASM, path.endsWith('/') ? `${path}index.html` : path));
@@ -117,7 +129,7 @@ async function webdriver() {
     async until(expr, ms) {
       const end = Date.now() + ms;
       while (Date.now() < end) {
-        const v = await call('POST', '/execute/sync', { script: `return ${expr} ?? null;`, args: [] });
+        const v = await call('POST', '/execute/sync', { script: `return (${expr}) ?? null;`, args: [] });
         if (v !== null) return v;
         await sleep(200);
       }
@@ -141,6 +153,12 @@ async function readmePage(b, base) {
   await b.open(`${base}/readme.html`);
   const text = await b.until("document.querySelector('#out')?.dataset.done && document.querySelector('#out').textContent", 60_000);
   report(/token \d+/.test(text) && /released/.test(text), 'README browser sample', text.trim().replace(/\n/g, ' | '));
+}
+
+async function wasmReadmePage(b, base) {
+  await b.open(`${base}/wasm-readme.html`);
+  const r = await b.until('window.__sample', 60_000);
+  report(r === 'done', 'wasm/README.md sample', r);
 }
 
 async function demoPage(b, base, url) {
@@ -219,7 +237,7 @@ const b = await webdriver();
 try {
   for (const [k, fn] of [
     ['api', async () => { await apiPage(b, base, 'memory://api'); await apiPage(b, base, ETCD); }],
-    ['readme', () => readmePage(b, base)],
+    ['readme', async () => { await readmePage(b, base); await wasmReadmePage(b, base); }],
     ['demo', async () => { await demoPage(b, base, 'memory://demo'); await demoPage(b, base, ETCD); }],
     ['cross', () => crossRuntime(b, base)],
     ['node', async () => { nodeSample('memory://'); nodeSample(ETCD); }],

@@ -142,9 +142,11 @@ pub(crate) struct KeySub {
 impl KeySub {
     /// Opened (and confirmed) before the engine's next attempt, from now: that attempt
     /// reads, and every later change is on the watch.
+    /// A watch refused now (too many open: the browser's connection limit) is tried again
+    /// by the first wait, which then returns at once, as after any failed watch.
     pub(crate) async fn start(t: Arc<dyn Transport>, key: &[u8], deletes: bool) -> Result<KeySub> {
-        let stream = t.watch(Range::key(key), None).await?;
-        Ok(KeySub { t, key: key.to_vec(), deletes, stream: Some(stream) })
+        let stream = t.watch(Range::key(key), None).await.ok();
+        Ok(KeySub { t, key: key.to_vec(), deletes, stream })
     }
 }
 

@@ -244,6 +244,7 @@ impl Transport for Http {
     }
 
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {
+        let slot = WatchSlot::take(&self.store)?;
         let mut create = range_json(&r);
         if let Some(o) = create.as_object_mut() {
             o.remove("sort_order");
@@ -266,7 +267,7 @@ impl Transport for Http {
             return Err(self.answer_error(idx, status, &bytes));
         }
         let body = Local(Box::pin(resp.0.bytes_stream()));
-        let mut w = HttpWatch { body, buf: Vec::new(), store: self.store.clone(), created: false, pending: None };
+        let mut w = HttpWatch { body, _slot: slot, buf: Vec::new(), store: self.store.clone(), created: false, pending: None };
         // Until etcd confirms it (bounded by the request timeout); events that come with or
         // before the confirmation are kept for the first `next`.
         let until = Instant::now() + self.timeout;
@@ -281,10 +282,38 @@ impl Transport for Http {
     }
 }
 
+/// How many watch streams may be open at once. A browser opens at most 6 HTTP/1.1
+/// connections to one host for the whole page, and each watch holds one for as long as it
+/// lasts: past 3 the requests that would release a lock queue behind the watches. A watch
+/// refused here is a failed watch, and the waiter polls instead (`watch::pause`).
+const MAX_WATCHES: usize = if cfg!(target_family = "wasm") { 3 } else { usize::MAX };
+
+/// Open watch streams of this process (the browser's connection limit is per page).
+static OPEN_WATCHES: AtomicUsize = AtomicUsize::new(0);
+
+/// One of the [`MAX_WATCHES`], given back when the watch ends.
+struct WatchSlot;
+
+impl WatchSlot {
+    fn take(store: &str) -> Result<WatchSlot> {
+        OPEN_WATCHES
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_WATCHES).then_some(n + 1))
+            .map(|_| WatchSlot)
+            .map_err(|n| Error::connection(format!("{store}: {n} watches open already: polling instead")))
+    }
+}
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        OPEN_WATCHES.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// A watch over the gateway: newline-delimited `{"result": {...}}` objects, read from the
 /// response body as a stream (hyper's natively, a `ReadableStream` under `fetch`).
 struct HttpWatch<S> {
     body: S,
+    _slot: WatchSlot,
     buf: Vec<u8>,
     store: String,
     /// etcd confirmed the watch.

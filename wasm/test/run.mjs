@@ -230,8 +230,17 @@ function nodeSample(url) {
     r.status === 0 ? r.stdout.trim().split('\n').length + ' lines' : `${r.stdout}\n${r.stderr}`);
 }
 
+/** Not a check: `baton bench`'s scenarios in the page, printed for BENCHMARKS.md. */
+async function benchPage(b, base, url) {
+  await b.open(`${base}/test/bench.html?url=${encodeURIComponent(url)}`);
+  const r = await b.until('window.__bench', 120_000);
+  const ms = (x) => `${x.toFixed(2)} ms`;
+  console.log(`bench ${url}: uncontended ${r.uncontended.n} ops, ${Math.round(r.uncontended.opsPerS)} ops/s, ` +
+    `p50 ${ms(r.uncontended.p50)}; hand-off ${r.handoff.n}, p50 ${ms(r.handoff.p50)}`);
+}
+
 const only = process.argv.slice(2);
-const want = (k) => only.length === 0 || only.includes(k);
+const want = (k) => (only.length === 0 && k !== 'bench') || only.includes(k);
 const { server, base } = await serve();
 const b = await webdriver();
 try {
@@ -241,6 +250,7 @@ try {
     ['demo', async () => { await demoPage(b, base, 'memory://demo'); await demoPage(b, base, ETCD); }],
     ['cross', () => crossRuntime(b, base)],
     ['node', async () => { nodeSample('memory://'); nodeSample(ETCD); }],
+    ['bench', () => benchPage(b, base, ETCD)],
   ]) {
     if (!want(k)) continue;
     try {
@@ -254,4 +264,4 @@ try {
   server.close();
 }
 console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 && passed > 0 ? 0 : 1);
+process.exit(failed === 0 && (passed > 0 || only.join() === 'bench') ? 0 : 1);

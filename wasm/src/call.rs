@@ -109,7 +109,8 @@ pub(crate) fn catch_panics() {
                     b.get_or_insert(msg.clone());
                 }
             });
-            let pending = PENDING.with(|p| p.try_borrow_mut().map(|mut p| std::mem::take(&mut p.1)).unwrap_or_default());
+            let pending =
+                PENDING.with(|p| p.try_borrow_mut().map(|mut p| std::mem::take(&mut p.1)).unwrap_or_default());
             for reject in pending.into_values() {
                 let _ = reject.call1(&JsValue::UNDEFINED, &broken_error(&msg));
             }

@@ -14,9 +14,12 @@ mod native;
 pub(crate) use self::native::{AbortOnDrop, Rt, fork_generation};
 #[cfg(not(target_family = "wasm"))]
 pub use self::native::{catch_panics, global, run};
+// The seam's whole surface: builds without some stores use only part of it.
 #[cfg(not(target_family = "wasm"))]
+#[allow(unused_imports)]
 pub(crate) use std::time::{SystemTime, UNIX_EPOCH};
 #[cfg(not(target_family = "wasm"))]
+#[allow(unused_imports)]
 pub(crate) use tokio::{
     spawn,
     time::{Instant, sleep, sleep_until, timeout, timeout_at},
@@ -31,12 +34,14 @@ pub(crate) use self::wasm::{
 #[cfg(target_family = "wasm")]
 pub use self::wasm::{catch_panics, run};
 #[cfg(target_family = "wasm")]
+#[allow(unused_imports)]
 pub(crate) use web_time::{SystemTime, UNIX_EPOCH};
 
 /// A value that belongs to the event loop's thread: a `fetch` future, a response body.
 /// Natively it is as `Send` as what it holds; on wasm32 (one thread) it is always `Send`
 /// and `Sync`, which lets browser values sit inside the core's `Send` futures.
 #[derive(Debug)]
+#[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
 pub(crate) struct Local<T>(pub(crate) T);
 
 #[cfg(target_family = "wasm")]

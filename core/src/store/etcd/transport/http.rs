@@ -3,9 +3,9 @@
 //! cannot reach one goes to the next.
 
 use crate::sync::LockExt;
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -267,7 +267,8 @@ impl Transport for Http {
             return Err(self.answer_error(idx, status, &bytes));
         }
         let body = Local(Box::pin(resp.0.bytes_stream()));
-        let mut w = HttpWatch { body, _slot: slot, buf: Vec::new(), store: self.store.clone(), created: false, pending: None };
+        let mut w =
+            HttpWatch { body, _slot: slot, buf: Vec::new(), store: self.store.clone(), created: false, pending: None };
         // Until etcd confirms it (bounded by the request timeout); events that come with or
         // before the confirmation are kept for the first `next`.
         let until = Instant::now() + self.timeout;

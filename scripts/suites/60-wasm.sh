@@ -23,6 +23,8 @@ suite_wasm() {
     # The bindings' suites set a host target for their builds; these builds name their own.
     local -a cargo=(env -u CARGO_BUILD_TARGET cargo)
     step "scripts/package wasm" 20m env -u CARGO_BUILD_TARGET "$ROOT/scripts/package" wasm
+    step "cargo clippy (wasm32: the core with etcd-http, baton-wasm)" 15m "${cargo[@]}" clippy \
+        -p baton-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
     step "wasm-bindgen-test in headless Chromium" 20m env CHROMEDRIVER=/usr/bin/chromedriver \
         WASM_BINDGEN_TEST_TIMEOUT=300 "${cargo[@]}" test -p baton-wasm --target wasm32-unknown-unknown
     step "baton CLI (for the cross-runtime test)" 20m "${cargo[@]}" build -q -p baton-cli

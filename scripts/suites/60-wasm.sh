@@ -23,7 +23,9 @@ suite_wasm() {
     # The bindings' suites set a host target for their builds; these builds name their own.
     local -a cargo=(env -u CARGO_BUILD_TARGET cargo)
     step "scripts/package wasm" 20m env -u CARGO_BUILD_TARGET "$ROOT/scripts/package" wasm
-    step "cargo clippy (wasm32: the core with etcd-http, baton-wasm)" 15m "${cargo[@]}" clippy \
+    step "cargo clippy (wasm32: the core with etcd-http)" 15m "${cargo[@]}" clippy -p baton --lib \
+        --no-default-features --features etcd-http --target wasm32-unknown-unknown -- -D warnings
+    step "cargo clippy (wasm32: baton-wasm)" 15m "${cargo[@]}" clippy \
         -p baton-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
     step "wasm-bindgen-test in headless Chromium" 20m env CHROMEDRIVER=/usr/bin/chromedriver \
         WASM_BINDGEN_TEST_TIMEOUT=300 "${cargo[@]}" test -p baton-wasm --target wasm32-unknown-unknown

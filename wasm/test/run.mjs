@@ -226,7 +226,8 @@ function nodeSample(url) {
   const dir = mkdtempSync(join(tmpdir(), 'baton-wasm-node-'));
   writeFileSync(join(dir, 'sample.mjs'), code);
   const r = spawnSync(process.execPath, [join(dir, 'sample.mjs')], { encoding: 'utf8', timeout: 60_000 });
-  report(r.status === 0 && /held orders\/42 with token \d+/.test(r.stdout), `Node package: the Node quick start on ${url}`,
+  const expected = [/held orders\/42 with token \d+/, /busy: true/, /timed out, as expected/, /aborted: TimeoutError/, /free permits: 1/];
+  report(r.status === 0 && expected.every((re) => re.test(r.stdout)), `Node package: the Node quick start on ${url}`,
     r.status === 0 ? r.stdout.trim().split('\n').length + ' lines' : `${r.stdout}\n${r.stderr}`);
 }
 

@@ -5,7 +5,7 @@
 # (SQLite, Redis, Redis ?scheme=simple, Redlock, etcd, PostgreSQL) for locks, semaphores and
 # read-write locks; then the real peer clients from their registries (redis-py from PyPI,
 # node-redlock from npm, redsync and etcd's concurrency.Mutex from Go modules, etcdctl
-# from Debian) contending with baton, each history judged by tests/xlang/xlang/history.py.
+# from Debian, Redisson from Maven Central) contending with baton, each history judged by tests/xlang/xlang/history.py.
 # Needs the servers of the services suite (services.env). Go comes with the machine
 # (go.mod needs Go ≥ 1.24, newer than Debian's golang-go).
 
@@ -47,12 +47,23 @@ xlang_node() {   # an empty npm project: the tarball (no Rust on PATH), node-red
         node --input-type=module -e "await import(\"baton-lock\"); console.log(\"node: baton-lock (ESM) ok\")"' _ "$tgz")
 }
 
+xlang_java() {   # Redisson from Maven Central: its classpath, and the harness compiled against it
+    local pom="$ROOT/tests/xlang/holders/java/pom.xml" cp=$XLANG_DIR/java-classpath.txt
+    timeout 900 mvn -q -B -f "$pom" dependency:build-classpath -Dmdep.outputFile="$cp" || return 1
+    rm -rf "$XLANG_DIR/java-classes"
+    timeout 300 javac -nowarn -cp "$(cat "$cp")" -d "$XLANG_DIR/java-classes" \
+        "$ROOT/tests/xlang/holders/java/src/main/java/XlangHolder.java" 2>&1 | grep -v '^Note:' || true
+    [[ -f $XLANG_DIR/java-classes/XlangHolder.class ]]
+}
+
 suite_xlang() {
     ensure_toolchain
     ensure_python
     command -v node >/dev/null && command -v npm >/dev/null || die "node/npm not found: install Node.js ≥ 20"
     command -v go >/dev/null || die "go not found: install Go ≥ 1.24 (tests/xlang/holders/go)"
     command -v etcdctl >/dev/null || ensure_apt_packages etcd-client
+    command -v javac >/dev/null || ensure_apt_packages default-jdk-headless
+    command -v mvn >/dev/null || ensure_apt_packages maven
     if [[ -z ${BATON_TEST_REDIS_URL:-} ]]; then   # run alone: the servers' URLs from their state dir
         local senv=${BATON_SERVICES_DIR:-/tmp/baton-services}/services.env
         [[ -f $senv ]] || die "no $senv: run the services suite first (scripts/test services xlang)"
@@ -71,9 +82,12 @@ suite_xlang() {
     timed "tarball into an empty npm project, no Rust on PATH" xlang_node
     step "Go peers (redsync, concurrency.Mutex): go build" 20m \
         env -C "$ROOT/tests/xlang/holders/go" go build -o "$XLANG_DIR/go-holder" .
+    timed "Redisson harness (Maven Central + javac)" xlang_java
     export BATON_CLI="$ROOT/target/${CARGO_BUILD_TARGET:+$CARGO_BUILD_TARGET/}debug/baton"
     export BATON_XLANG_PYTHON="$XLANG_DIR/venv/bin/python" BATON_XLANG_NODE_DIR="$XLANG_DIR/node"
     export BATON_XLANG_GO="$XLANG_DIR/go-holder"
+    BATON_XLANG_JAVA_CP="$XLANG_DIR/java-classes:$(cat "$XLANG_DIR/java-classpath.txt")"
+    export BATON_XLANG_JAVA_CP
     step "tests/xlang (every language, real peers)" 20m \
         "${BATON_PYTHON:-python3}" "$ROOT/tests/xlang/run.py" --work "$XLANG_DIR/work"
 }

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from typing import Callable, Dict, List
 
 from xlang.holders import Holder
-from xlang.scenario import Outcome, inspect_peer, run
+from xlang.scenario import Outcome, inspect_peer, latch, run
 
 RUN = uuid.uuid4().hex[:8]
 
@@ -101,6 +101,35 @@ def plan(work: str) -> List[Callable[[], Outcome]]:
                   Holder("go-mutex0", "go", "etcd-mutex"), Holder("go-mutex1", "go", "etcd-mutex")]
     add("etcd peers", lambda: run("etcd", "peers: etcdctl lock, Go concurrency.Mutex", s["etcd"],
                                   f"xlang-{RUN}/peers", peers_etcd + baton_everywhere(per_lang=1), work))
+    # Redisson (Maven Central) on the default layout: RFencedLock (an RLock drawing its
+    # tokens from the counter baton's locks use, so tokens must grow across both),
+    # RFairLock, RReadWriteLock, RSemaphore (baton's ?semaphore=rsemaphore),
+    # RPermitExpirableSemaphore, RCountDownLatch; ?names=bare gives every kind Redisson's names.
+    redis, bare = s["redis"], with_option(s["redis"], "names=bare")
+    jvm = lambda kind, k=2, **x: [Holder(f"jvm-{kind}{i}", "java", "redisson", kind, dict(x)) for i in range(k)]  # noqa: E731
+    add("redis redisson lock", lambda: run("redis", "redisson: RFencedLock", redis, f"xlang-{RUN}/rs-lock",
+                                           jvm("lock") + baton_everywhere(per_lang=1), work))
+    add("redis redisson fair", lambda: run("redis", "redisson: RFairLock", redis, f"xlang-{RUN}/rs-fair",
+                                           jvm("fair") + baton_everywhere("fair", per_lang=1), work, tokens="none"))
+    add("redis redisson rw", lambda: run("redis", "redisson: RReadWriteLock", bare, f"xlang-{RUN}/rs-rw",
+                                         jvm("read", 1) + jvm("write", 1) + rw_holders(), work, modes="rw",
+                                         tokens="none"))
+    add("redis redisson semaphore", lambda: run(
+        "redis", "redisson: RSemaphore (rsemaphore)", with_option(bare, "semaphore=rsemaphore"),
+        f"xlang-{RUN}/rs-sem", jvm("permit", permits="2") + baton_everywhere("permit", per_lang=1, permits="2"),
+        work, hold_ms=60, limit=2, tokens="none"))
+    add("redis redisson pes", lambda: run(
+        "redis", "redisson: RPermitExpirableSemaphore", bare, f"xlang-{RUN}/rs-pes",
+        jvm("pes", permits="2") + baton_everywhere("pes", per_lang=1, permits="2"), work, hold_ms=60, limit=2,
+        tokens="none"))
+    add("redis redisson latch", lambda: latch(
+        "redis", "redisson: RCountDownLatch, baton counts", bare, f"xlang-{RUN}/rs-latch1",
+        [Holder("jvm-wait", "java", "redisson", "latch-wait"), Holder("py-wait", "python", kind="latch-wait")],
+        Holder("py-down", "python", kind="latch-down"), work))
+    add("redis redisson latch2", lambda: latch(
+        "redis", "redisson: RCountDownLatch, Redisson counts", bare, f"xlang-{RUN}/rs-latch2",
+        [Holder("py-wait", "python", kind="latch-wait")], Holder("jvm-down", "java", "redisson", "latch-down"), work))
+
     waiter = Holder("py-waiter", "python")
     for store, url, peer in [("redis-simple", simple, Holder("redis-py", "python", "redis-py")),
                              ("redis-simple", simple, Holder("node-redlock", "node", "node-redlock")),
@@ -108,7 +137,8 @@ def plan(work: str) -> List[Callable[[], Outcome]]:
                              ("redlock", redlock, Holder("node-redlock", "node", "node-redlock")),
                              ("redlock", redlock, Holder("redsync", "go", "redsync")),
                              ("etcd", s["etcd"], Holder("etcdctl", "go", "etcdctl")),
-                             ("etcd", s["etcd"], Holder("go-mutex", "go", "etcd-mutex"))]:
+                             ("etcd", s["etcd"], Holder("go-mutex", "go", "etcd-mutex")),
+                             ("redis", redis, Holder("redisson", "java", "redisson"))]:
         add(f"{store} inspect {peer.via}", lambda store=store, url=url, peer=peer: inspect_peer(
             store, url, f"xlang-{RUN}/inspect-{peer.via}", peer, waiter, work))
     return steps

@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from xlang.history import record  # noqa: E402
+from xlang.history import barrier, record  # noqa: E402
 
 WAIT_S = 90.0  # one acquire's bound: far above any fair share of a run
 
@@ -23,8 +23,11 @@ def main() -> None:
     a = dict(arg.split("=", 1) for arg in sys.argv[1:])
     n, hold = int(a.get("n", "3")), int(a.get("hold_ms", "40")) / 1000
     via, kind = a.get("via", "baton"), a.get("kind", "lock")
-    ev = {"id": a["id"], "lang": "python", "via": via, "mode": {"fair": "lock"}.get(kind, kind)}
+    if kind.startswith("latch"):
+        return latch(a, kind)
+    ev = {"id": a["id"], "lang": "python", "via": via, "mode": {"fair": "lock", "pes": "permit"}.get(kind, kind)}
     take = redis_py(a) if via == "redis-py" else baton_holds(a, kind)
+    barrier(a["history"], **ev)
     for _ in range(n):
         record(a["history"], ev="ask", **ev)
         release, token, owner = take()
@@ -50,6 +53,9 @@ def baton_holds(a: dict, kind: str):
     elif kind == "permit":
         h = client.semaphore(a["name"], int(a["permits"]))
         acquire = lambda: h.acquire(timeout=WAIT_S)  # noqa: E731
+    elif kind == "pes":
+        ps = client.permit_semaphore(a["name"], int(a["permits"]))
+        acquire = lambda: ps.acquire(timeout=WAIT_S)  # noqa: E731
     else:
         raise SystemExit(f"unknown kind {kind}")
 
@@ -58,6 +64,26 @@ def baton_holds(a: dict, kind: str):
         return g.release, g.token, getattr(g, "owner", None)
 
     return take
+
+
+def latch(a: dict, kind: str) -> None:
+    """latch-wait: sets the count (if unset) and waits for the latch to open, recording
+    when it did; latch-down: counts it down `count` times, hold_ms apart, recording each."""
+    import baton
+
+    ev = {"id": a["id"], "lang": "python", "via": "baton", "mode": "latch"}
+    latch = baton.connect(a["url"]).count_down_latch(a["name"])
+    if kind == "latch-wait":
+        latch.try_set_count(int(a["count"]))
+    barrier(a["history"], **ev)
+    if kind == "latch-wait":
+        latch.wait(timeout=WAIT_S)
+        record(a["history"], ev="opened", **ev)
+        return
+    for _ in range(int(a["count"])):
+        time.sleep(int(a.get("hold_ms", "200")) / 1000)
+        record(a["history"], ev="countdown", **ev)
+        latch.count_down()
 
 
 def redis_py(a: dict):

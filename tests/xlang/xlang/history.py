@@ -33,6 +33,17 @@ def record(path: str, **event: object) -> None:
         os.close(fd)
 
 
+def barrier(path: str, **event: object) -> None:
+    """Records "ready", then waits (bounded) for the driver's go file `<history>.go`: every
+    holder connects first, so they all contend from the same moment."""
+    record(path, ev="ready", **event)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path + ".go"):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no {path}.go within 120 s")
+        time.sleep(0.01)
+
+
 def load(path: str) -> List[dict]:
     if not os.path.exists(path):
         return []
@@ -116,6 +127,34 @@ def check(
     if expect_grants is not None and v.grants != expect_grants:
         v.violations.append(f"{v.grants} grants, expected {expect_grants}")
     v.holders, v.languages, v.vias = len(ids), sorted(langs), sorted(vias)
+    return v
+
+
+def check_latch(events: List[dict], *, count: int, waiters: int, bound_ms: float) -> Verdict:
+    """A count-down latch: `count` count-downs; every waiter opens after the last of them
+    (never before) and within `bound_ms` of it (woken by it, not by a poll's timeout)."""
+    v = Verdict()
+    downs = [e for e in events if e["ev"] == "countdown"]
+    opened = [e for e in events if e["ev"] == "opened"]
+    v.grants = len(opened)
+    v.holders = len({e["id"] for e in events})
+    v.languages = sorted({e["lang"] for e in events})
+    v.vias = sorted({e.get("via", "baton") for e in events})
+    if len(downs) != count:
+        v.violations.append(f"{len(downs)} count-downs, expected {count}")
+    if len(opened) != waiters:
+        v.violations.append(f"{len(opened)} waiters opened, expected {waiters}")
+    if downs:
+        last = downs[-1]["t"]
+        for e in opened:
+            # "countdown" is recorded before the count-down call, so an opening before the
+            # last record is one the latch gave too early.
+            gap = (e["t"] - last) / 1e6
+            v.max_gap_ms = max(v.max_gap_ms, gap)
+            if gap < 0:
+                v.violations.append(f"{e['id']} opened {-gap:.0f} ms before the last count-down")
+            elif gap > bound_ms:
+                v.violations.append(f"{e['id']} opened {gap:.0f} ms after the last count-down (bound {bound_ms:.0f})")
     return v
 
 

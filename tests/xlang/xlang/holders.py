@@ -17,10 +17,11 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from .history import record
+from .history import load, record
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOLDERS = os.path.join(HERE, "holders")
@@ -85,12 +86,15 @@ class Running:
         self.failures: List[str] = []
         self._threads: List[threading.Thread] = []
         self._lock = threading.Lock()
+        self._processes = 0  # holders that connect once and record "ready"
+        self._go = threading.Event()
 
     def start(self, h: Holder, url: str, name: str, history: str, n: int, hold_ms: int) -> None:
         if h.via in ("baton-cli", "etcdctl"):
             target = self._cli_rounds
         else:
             target = self._process
+            self._processes += 1
         t = threading.Thread(target=target, args=(h, url, name, history, n, hold_ms), daemon=True)
         t.start()
         self._threads.append(t)
@@ -98,7 +102,20 @@ class Running:
     def _process(self, h: Holder, url: str, name: str, history: str, n: int, hold_ms: int) -> None:
         self._run(h, command(h, url, name, history, n, hold_ms))
 
+    def go(self, history: str, timeout: float = 120.0) -> None:
+        """Once every holder process has connected ("ready"; JVMs take seconds), lets all
+        of them start: the go file for the processes, an event for the CLI rounds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.failures:
+            ready = {e["id"] for e in load(history) if e["ev"] == "ready"}
+            if len(ready) >= self._processes:
+                break
+            time.sleep(0.05)
+        open(history + ".go", "w").close()
+        self._go.set()
+
     def _cli_rounds(self, h: Holder, url: str, name: str, history: str, n: int, hold_ms: int) -> None:
+        self._go.wait(RUN_TIMEOUT_S)
         for _ in range(n):
             record(history, ev="ask", id=h.id, lang=h.lang, via=h.via, mode="lock")
             if not self._run(h, cli_round(h, url, name, history, hold_ms)):

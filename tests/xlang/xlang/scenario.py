@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from .history import Verdict, check, load
+from .history import Verdict, check, check_latch, load
 from .holders import Holder, Running, env_tool
 
 # A waiter that was waiting at a release must be granted within this much of it. Why 3 s:
@@ -64,14 +64,30 @@ def run(
 ) -> Outcome:
     slug = "".join(c if c.isalnum() else "-" for c in f"{store}-{title}")
     history = os.path.join(workdir, f"{slug}.jsonl")
-    if os.path.exists(history):
-        os.unlink(history)
+    _fresh(history)
     running = Running()
     for h in holders:
         running.start(h, url, name, history, n, hold_ms)
+    running.go(history)
     failures = running.wait()
     verdict = check(load(history), limit=limit, modes=modes, bound_ms=BOUND_MS,
                     expect_grants=None if failures else n * len(holders), tokens=tokens)
+    return Outcome(store, title, verdict, failures)
+
+
+def latch(store: str, title: str, url: str, name: str, waiters: List[Holder], downer: Holder, workdir: str,
+          count: int = 3) -> Outcome:
+    """Waiters set the count and wait; the downer counts down `count` times."""
+    slug = "".join(c if c.isalnum() else "-" for c in f"{store}-{title}")
+    history = os.path.join(workdir, f"{slug}.jsonl")
+    _fresh(history)
+    running = Running()
+    for h in [*waiters, downer]:
+        h.extra["count"] = str(count)
+        running.start(h, url, name, history, 1, 300)
+    running.go(history)
+    failures = running.wait()
+    verdict = check_latch(load(history), count=count, waiters=len(waiters), bound_ms=BOUND_MS)
     return Outcome(store, title, verdict, failures)
 
 
@@ -80,10 +96,10 @@ def inspect_peer(store: str, url: str, name: str, peer: Holder, waiter: Holder, 
     value), and a baton waiter asking meanwhile must be granted when the peer releases."""
     slug = "".join(c if c.isalnum() else "-" for c in f"{store}-inspect-{peer.via}")
     history = os.path.join(workdir, f"{slug}.jsonl")
-    if os.path.exists(history):
-        os.unlink(history)
+    _fresh(history)
     running = Running()
     running.start(peer, url, name, history, 1, 2500)
+    running.go(history)
     failures: List[str] = []
     grant = _await_grant(history, peer.id, 60.0)
     if grant is None:
@@ -103,6 +119,12 @@ def inspect_peer(store: str, url: str, name: str, peer: Holder, waiter: Holder, 
     verdict = check(load(history), bound_ms=BOUND_MS, expect_grants=None if failures else 2, tokens="none")
     title = f"inspect {peer.via}'s hold, baton waits"
     return Outcome(store, title, verdict, failures)
+
+
+def _fresh(history: str) -> None:
+    for f in (history, history + ".go"):
+        if os.path.exists(f):
+            os.unlink(f)
 
 
 def _await_grant(history: str, who: str, secs: float) -> Optional[dict]:

@@ -53,6 +53,16 @@ func main() {
 		fail(fmt.Errorf("unknown via %q", a["via"]))
 	}
 	ev := map[string]any{"id": a["id"], "lang": "go", "via": a["via"], "mode": "lock"}
+	// "ready", then wait (bounded) for the driver's go file: all holders start together.
+	record(a["history"], ev, "ready", nil, "")
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(a["history"] + ".go"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			fail(fmt.Errorf("no %s.go within 2 min", a["history"]))
+		}
+	}
 	for i := 0; i < n; i++ {
 		record(a["history"], ev, "ask", nil, "")
 		h, err := take()

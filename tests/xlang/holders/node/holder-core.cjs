@@ -22,6 +22,16 @@ function record(path, event) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Records "ready", then waits (bounded) for the driver's go file: all holders start together.
+async function barrier(path, event) {
+  record(path, { ev: 'ready', ...event });
+  const deadline = Date.now() + 120_000;
+  while (!fs.existsSync(`${path}.go`)) {
+    if (Date.now() > deadline) throw new Error(`no ${path}.go within 120 s`);
+    await sleep(10);
+  }
+}
+
 async function batonHolds(baton, a, kind) {
   const client = await baton.connect(a.url);
   const w = { timeoutMs: WAIT_MS };
@@ -31,6 +41,7 @@ async function batonHolds(baton, a, kind) {
   else if (kind === 'read') acquire = () => client.rwLock(a.name).read(w);
   else if (kind === 'write') acquire = () => client.rwLock(a.name).write(w);
   else if (kind === 'permit') acquire = () => client.semaphore(a.name, Number(a.permits)).acquire(w);
+  else if (kind === 'pes') acquire = () => client.permitSemaphore(a.name, Number(a.permits)).acquire(w);
   else throw new Error(`unknown kind ${kind}`);
   return {
     async take() {
@@ -70,8 +81,9 @@ async function run(baton, argv) {
   const hold = Number(a.hold_ms ?? 40);
   const via = a.via ?? 'baton';
   const kind = a.kind ?? 'lock';
-  const ev = { id: a.id, lang: a.lang ?? 'node', via, mode: kind === 'fair' ? 'lock' : kind };
+  const ev = { id: a.id, lang: a.lang ?? 'node', via, mode: { fair: 'lock', pes: 'permit' }[kind] ?? kind };
   const h = via === 'node-redlock' ? nodeRedlock(a) : await batonHolds(baton, a, kind);
+  await barrier(a.history, ev);
   for (let i = 0; i < n; i++) {
     record(a.history, { ev: 'ask', ...ev });
     const g = await h.take();

@@ -57,13 +57,14 @@ function nodeRedlock(a) {
   // layout on one server, its Redlock quorum over the redlock:// nodes.
   const { default: Redlock } = require('redlock');
   const Redis = require('ioredis');
-  const [scheme, rest] = a.url.split('://');
+  const rest = a.url.split('://')[1];
   const hosts = rest.split('?')[0].replace(/\/.*$/, '').split(',');
   const clients = hosts.map((h) => new Redis(`redis://${h}`, { lazyConnect: false }));
   // Retries every 50 ms (+ up to 20 ms jitter): node-redlock polls, it does not listen.
   const redlock = new Redlock(clients, { retryCount: Math.ceil(WAIT_MS / 50), retryDelay: 50, retryJitter: 20 });
+  // Its client errors and lost races arrive as 'error' events: an unheard one would throw.
+  redlock.on('error', () => {});
   const lease = Number(a.lease_ms ?? 15000);
-  void scheme;
   return {
     async take() {
       const lock = await redlock.acquire([a.name], lease);

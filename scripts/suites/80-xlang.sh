@@ -72,6 +72,12 @@ suite_xlang() {
     fi
     bindings_build_env
     mkdir -p "$XLANG_DIR"
+    # The peers' builds download and compile in the background while the packages install.
+    log "── in the background: Go peers (go build), Redisson harness (Maven Central + javac)"
+    local t_bg=$SECONDS go_pid java_pid
+    ( cd "$ROOT/tests/xlang/holders/go" && timeout 1200 go build -o "$XLANG_DIR/go-holder" . ) \
+        >"$XLANG_DIR/go-build.log" 2>&1 & go_pid=$!
+    xlang_java >"$XLANG_DIR/java-build.log" 2>&1 & java_pid=$!
     # The python and node suites of this run packed them already: those are installed as they are.
     local pkgs=()
     [[ -n ${BATON_PYTHON_PACKED:-} ]] || pkgs+=(python)
@@ -86,9 +92,9 @@ suite_xlang() {
     fi
     timed "wheel into a fresh venv, no Rust on PATH" xlang_python
     timed "tarball into an empty npm project, no Rust on PATH" xlang_node
-    step "Go peers (redsync, concurrency.Mutex): go build" 20m \
-        env -C "$ROOT/tests/xlang/holders/go" go build -o "$XLANG_DIR/go-holder" .
-    timed "Redisson harness (Maven Central + javac)" xlang_java
+    wait "$go_pid" || { cat "$XLANG_DIR/go-build.log" >&2; die "go build of tests/xlang/holders/go failed"; }
+    wait "$java_pid" || { cat "$XLANG_DIR/java-build.log" >&2; die "the Redisson harness did not build"; }
+    log "   Go peers and Redisson harness ready, $(( SECONDS - t_bg ))s after they began"
     export BATON_XLANG_PYTHON="$XLANG_DIR/venv/bin/python" BATON_XLANG_NODE_DIR="$XLANG_DIR/node"
     export BATON_XLANG_GO="$XLANG_DIR/go-holder"
     BATON_XLANG_JAVA_CP="$XLANG_DIR/java-classes:$(cat "$XLANG_DIR/java-classpath.txt")"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import statistics
 import subprocess
@@ -315,6 +314,8 @@ def fmt_num(v: Optional[float]) -> str:
 def fmt_us(v: Optional[float]) -> str:
     if v is None:
         return "–"
+    if v >= 1_000_000:
+        return f"{v / 1e6:.3g} s"
     if v >= 1000:
         return f"{v / 1000:.3g} ms"
     return f"{v:.0f} µs"
@@ -498,7 +499,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         Runner(a).run()
     else:
         for f in report(Path(a.out)):
-            print(os.path.relpath(f))
+            print(f)
     return 0
 
 

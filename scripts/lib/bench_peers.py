@@ -235,7 +235,8 @@ class Floor:
         return fresh, held_rel
 
     def bench(self, args: List[str]) -> Dict[str, float]:
-        n = max(1000, min(self.a.iterations * 2, 50_000))
+        # About the scenario's duration at a few thousand calls a second.
+        n = max(1000, min(self.a.iterations, int(self.a.duration * 3000)))
         out = subprocess.run(["redis-benchmark", "-h", self.host, "-p", self.port, "-c", "1", "-n", str(n),
                               "-r", "100000000", "--csv", *args], capture_output=True, text=True,
                              timeout=RUN_TIMEOUT, check=True).stdout.strip().splitlines()

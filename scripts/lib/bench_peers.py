@@ -292,14 +292,15 @@ def groups(rows: List[Dict[str, Any]]) -> List[Tuple[str, str, List[Dict[str, An
     return [(p, s, [r for r in rows if r["peer"] == p and r["side"] in (s, "peer")]) for p, s in seen]
 
 
-def paired(rows: List[Dict[str, Any]], side: str, scen: str, key: str) -> Dict[str, Any]:
-    """Medians of each side, and the per-round ratios baton / peer."""
+def paired(rows: List[Dict[str, Any]], side: str, scen: str, key: str, inverse: bool = False) -> Dict[str, Any]:
+    """Medians of each side, and the per-round ratios baton / peer (`inverse`: peer / baton)."""
     by: Dict[int, Dict[str, float]] = {}
     for r in rows:
         v = metric(r, scen, key)
         if v is not None and "error" not in r:
             by.setdefault(r["round"], {})[r["side"]] = v
-    ratios = [d[side] / d["peer"] for d in by.values() if side in d and d.get("peer")]
+    ratios = [(d["peer"] / d[side] if inverse else d[side] / d["peer"])
+              for d in by.values() if d.get(side) and d.get("peer")]
     return {"baton": med([d[side] for d in by.values() if side in d]),
             "peer": med([d["peer"] for d in by.values() if "peer" in d]),
             "ratio": med(ratios), "lo": min(ratios) if ratios else None, "hi": max(ratios) if ratios else None,
@@ -322,9 +323,14 @@ def fmt_us(v: Optional[float]) -> str:
     return f"{v:.0f} µs"
 
 
-def fmt_ratio(p: Dict[str, Any]) -> str:
+def fmt_ratio(p: Dict[str, Any], lower: bool = False) -> str:
+    """`**×1.50** (1.00–2.00)`; `lower`: `**227× lower** (180–300)`, for latencies."""
     if p["ratio"] is None:
         return "–"
+    if lower:
+        spread = f" ({p['lo']:.0f}–{p['hi']:.0f})" if p["n"] > 1 else ""
+        return f"**{p['ratio']:.0f}× lower**{spread}" if p["ratio"] >= 10 else \
+            f"**{p['ratio']:.2f}× lower**" + (f" ({p['lo']:.2f}–{p['hi']:.2f})" if p["n"] > 1 else "")
     if p["n"] > 1:
         return f"**×{p['ratio']:.2f}** ({p['lo']:.2f}–{p['hi']:.2f})"
     return f"**×{p['ratio']:.2f}**"
@@ -337,7 +343,7 @@ def summary_md(rows: List[Dict[str, Any]]) -> str:
     out = [f"{len(rounds)} round(s), {rows[0]['started'] if rows else '?'} – {rows[-1]['started'] if rows else '?'}; "
            f"load average (1 min) {min(loads, default=0):.1f}–{max(loads, default=0):.1f}"
            f"{'; one core kept busy (--busy)' if busy else ''}. Medians over rounds; ratio = baton / peer "
-           "per round (median, range), so > 1 is baton ahead on cycles/s and < 1 ahead on latency.", ""]
+           "per round (median, range): > 1 is baton ahead; hand-off: how many times lower baton's p50 is.", ""]
     out += ["| baton (side) vs peer | 1 task: cycles/s | ratio | 64 tasks: cycles/s | ratio | hand-off p50 | ratio |",
             "|---|---|---|---|---|---|---|"]
     floors = []
@@ -347,10 +353,10 @@ def summary_md(rows: List[Dict[str, Any]]) -> str:
             continue
         label = next(r["label"] for r in rs)
         one, many = paired(rs, side, "one", "ops_per_sec"), paired(rs, side, "many", "ops_per_sec")
-        ho = paired(rs, side, "handoff", "p50_us")
+        ho = paired(rs, side, "handoff", "p50_us", inverse=True)
         out.append(f"| {side[6:]} vs {label} | {fmt_num(one['baton'])} / {fmt_num(one['peer'])} | {fmt_ratio(one)} "
                    f"| {fmt_num(many['baton'])} / {fmt_num(many['peer'])} | {fmt_ratio(many)} "
-                   f"| {fmt_us(ho['baton'])} / {fmt_us(ho['peer'])} | {fmt_ratio(ho)} |")
+                   f"| {fmt_us(ho['baton'])} / {fmt_us(ho['peer'])} | {fmt_ratio(ho, lower=True)} |")
     errors = [r for r in rows if "error" in r]
     if floors:
         out += ["", "Floor: baton's uncontended cycle (Rust, 1 task) against redis-benchmark (one client) running "

@@ -36,7 +36,7 @@ class Report(unittest.TestCase):
         row = next(x for x in md.splitlines() if x.startswith("| rust vs redsync"))
         self.assertIn("8 000 / 6 000", row)
         self.assertIn("**×1.50** (1.00–2.00)", row)
-        self.assertIn("400 µs / 130 ms", row)
+        self.assertIn("400 µs / 130 ms | **325× lower** (325–325)", row)
         etcd = next(x for x in md.splitlines() if x.startswith("| rust vs etcd"))
         self.assertIn("**×0.80** (0.80–0.80)", etcd)
         self.assertIn("3 round(s)", md)

@@ -13,22 +13,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from pathlib import Path
+from typing import Any, Callable, Dict
 
-SETTLE = 0.010  # the holder lets the waiter park before releasing, as `baton bench` does
+# The loops of the binding's own bench (bindings-python/bench/bench.py), shared.
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bindings-python" / "bench"))
+import bench  # noqa: E402
+
+bench.SETTLE = 0.010  # the holder lets the waiter park 10 ms before releasing, as `baton bench` does
 MANY = 64
 
 
-def summary(samples_ns: List[int], elapsed: Optional[float]) -> Dict[str, Any]:
-    s = sorted(samples_ns)
+def summary(samples_ns: Any, elapsed: Any) -> Dict[str, Any]:
+    return bench.summary("", samples_ns, elapsed)
 
-    def q(p: float) -> float:
-        return s[int(p * (len(s) - 1))] / 1000.0 if s else 0.0
 
-    rate = len(s) / elapsed if elapsed else None
-    return {"ops": len(s), "ops_per_sec": rate, "p50_us": q(0.5), "p99_us": q(0.99), "max_us": q(1.0)}
+def handoff(take: Callable[[int], Any], give: Callable[[Any], None], ops: int, seconds: float) -> Dict[str, Any]:
+    """Handles 0 and 1 pass one lock; a sample runs from the holder's release to the grant."""
+    return bench.handoff("hand-off", bench.Budget(ops, seconds), take, give)
 
 
 def uncontended(make: Callable[[str], Callable[[], None]], tasks: int, ops: int, seconds: float) -> Dict[str, Any]:
@@ -58,32 +63,6 @@ def uncontended(make: Callable[[str], Callable[[], None]], tasks: int, ops: int,
     for t in threads:
         t.join()
     return summary(all_ns, time.perf_counter() - start)
-
-
-def handoff(take: Callable[[int], Any], give: Callable[[Any], None], ops: int, seconds: float) -> Dict[str, Any]:
-    """Handles 0 and 1 pass one lock: a waiter thread calls `take(other)`, the holder lets
-    it park and calls `give(held)`; a sample runs from that call to the waiter's grant."""
-    held, turn, samples = take(0), 1, []  # type: ignore[var-annotated]
-    deadline = time.perf_counter() + seconds
-    while len(samples) < ops and time.perf_counter() < deadline:
-        ready, box = threading.Event(), {}  # type: ignore[var-annotated]
-
-        def wait(i: int = turn) -> None:
-            ready.set()
-            box["held"] = take(i)
-            box["at"] = time.perf_counter_ns()
-
-        t = threading.Thread(target=wait)
-        t.start()
-        ready.wait(30.0)
-        time.sleep(SETTLE)
-        released_at = time.perf_counter_ns()
-        give(held)
-        t.join(60.0)
-        held, turn = box["held"], 1 - turn
-        samples.append(box["at"] - released_at)
-    give(held)
-    return summary(samples, None)
 
 
 def redis_py(url: str, a: argparse.Namespace) -> Dict[str, Any]:

@@ -88,7 +88,7 @@ class Runner:
         url = f"{scheme}://{self.targets[store]}"
         return f"{url}?{query}" if query else url
 
-    def baton_side(self, side: str, url: str) -> Dict[str, Any]:
+    def baton_side(self, side: str, url: str, peer: str = "") -> Dict[str, Any]:
         a = self.a
         if side == "rust":
             return rust_scenarios(run_json([a.cli, "bench", "--json", "--url", url, "--iterations", str(a.iterations),
@@ -100,7 +100,10 @@ class Runner:
             return run_json(["node", str(PEERS_DIR / "node" / "peers_node.mjs"), "--side", "baton",
                              "--modules", str(ROOT / "bindings-node"), "--target", url,
                              "--duration-ms", str(int(a.duration * 1000)), "--iterations", str(a.iterations)])["scenarios"]
-        raise ValueError(side)
+        # Any other side (a JVM binding, …) is the peer file's own `baton_run SIDE URL …`.
+        cmd = ["bash", "-c", '. "$1"; shift; baton_run "$@"', "_", str(PEERS_DIR / f"{peer}.sh"), side, url,
+               str(a.duration), str(a.iterations), str(a.handoff_max)]
+        return run_json(cmd)["scenarios"]
 
     def peer_side(self, name: str, store: str) -> Dict[str, Any]:
         a = self.a
@@ -129,7 +132,7 @@ class Runner:
 
     def run(self) -> None:
         peers = [p for p in self.a.peers.split(",") if p]
-        sides_ok = set(self.a.sides.split(","))
+        sides_ok = set(self.a.sides.split(","))  # rust, python, node, or a peer file's own
         metas = {p: peer_meta(p) for p in peers if p != "floor"}
         floor = Floor(self.a, self.targets["redis"]) if "floor" in peers else None
         self.out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +144,7 @@ class Runner:
                 m = metas[p]
                 url = self.baton_url(m["store"], m["query"])
                 sides = [s for s in m["sides"].split() if s in sides_ok]
-                steps = [(f"baton-{s}", (lambda s=s: self.baton_side(s, url))) for s in sides]
+                steps = [(f"baton-{s}", (lambda s=s, p=p: self.baton_side(s, url, p))) for s in sides]
                 steps.append(("peer", lambda p=p, m=m: self.peer_side(p, m["store"])))
                 if rnd % 2 == 0:  # who goes first alternates between rounds
                     steps = steps[-1:] + steps[:-1]

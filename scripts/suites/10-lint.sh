@@ -10,7 +10,7 @@ suite_lint() {
     step "cargo clippy (no default features)" 15m cargo clippy -p baton --no-default-features -- -D warnings
     # Each store feature alone (cargo-hack's --each-feature, without the extra tool).
     local f
-    for f in sqlite postgres mysql redis redlock etcd etcd-http; do
+    for f in sqlite postgres mysql redis redlock etcd etcd-http zookeeper; do
         step "cargo clippy (only $f)" 15m cargo clippy -p baton --no-default-features --features "$f" -- -D warnings
     done
 }

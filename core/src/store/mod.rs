@@ -16,6 +16,8 @@ mod sql;
 mod stateful;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod wakes;
+#[cfg(feature = "zookeeper")]
+mod zk;
 
 use std::fmt;
 use std::time::Duration;

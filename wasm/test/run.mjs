@@ -222,7 +222,7 @@ function nodeSample(url) {
   const pkg = join(WASM, 'pkg-node/index.js');
   // On the shared etcd, under a prefix of this run (`?prefix=`): the sample's names are plain.
   const store = url === 'memory://' ? 'memory://quickstart' : `${url}${url.includes('?') ? '&' : '?'}prefix=wasm-node-${Date.now().toString(36)}/`;
-  const code = sample.replace(/from 'baton'/, `from ${JSON.stringify(pkg)}`).replace(/'memory:\/\/quickstart'/, JSON.stringify(store));
+  const code = sample.replace(/from 'baton(-lock)?'/, `from ${JSON.stringify(pkg)}`).replace(/'memory:\/\/quickstart'/, JSON.stringify(store));
   const dir = mkdtempSync(join(tmpdir(), 'baton-wasm-node-'));
   writeFileSync(join(dir, 'sample.mjs'), code);
   const r = spawnSync(process.execPath, [join(dir, 'sample.mjs')], { encoding: 'utf8', timeout: 60_000 });

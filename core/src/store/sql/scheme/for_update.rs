@@ -1,0 +1,128 @@
+//! `?scheme=for-update`: the exclusive row lock. Each name has a row (inserted on first
+//! use, never deleted); a hold is a transaction, on a connection pinned to it, that ran
+//! `SELECT … FOR UPDATE SKIP LOCKED` on the row and got it (nothing back: busy — baton
+//! never blocks inside the database, so MySQL's `innodb_lock_wait_timeout` never applies
+//! to it; a plain SQL session waiting in `SELECT … FOR UPDATE` behind baton does wait, up
+//! to that timeout). Commit releases; a closed connection or the lease running out
+//! (`idle_in_transaction_session_timeout`, `wait_timeout`) rolls it back on the server.
+
+use async_trait::async_trait;
+
+use super::config::SchemeConfig;
+use super::db::{Arg, Conn, Dialect, Pool};
+use super::pinned::{Held, Session};
+use super::{Conns, create, fence};
+use crate::error::Result;
+
+pub(crate) struct ForUpdate {
+    d: Dialect,
+    exists: String,
+    insert: String,
+    lock: String,
+    table: String,
+}
+
+impl ForUpdate {
+    pub(crate) async fn open(c: &Conns, cfg: &SchemeConfig) -> Result<ForUpdate> {
+        let d = c.pool.dialect();
+        let (t, name) = (d.q(&cfg.names.table), d.q(&cfg.names.name));
+        let tail = if d == Dialect::Mysql { " ENGINE = InnoDB" } else { "" };
+        let schema = format!("CREATE TABLE IF NOT EXISTS {t} ({name} {} NOT NULL PRIMARY KEY){tail}", d.name_type());
+        create(c, cfg, &[schema, fence::schema(d, &cfg.names.fence_table)]).await?;
+        Ok(ForUpdate {
+            d,
+            exists: format!("SELECT COUNT(*) FROM {t} WHERE {name} = {}", d.p(1)),
+            insert: format!("{} {t} ({name}) VALUES ({}){}", d.insert_ignore(), d.p(1), d.on_conflict_nothing()),
+            lock: format!("SELECT {name} FROM {t} WHERE {name} = {} FOR UPDATE SKIP LOCKED", d.p(1)),
+            table: cfg.names.table.clone(),
+        })
+    }
+
+    /// Makes the name's row if it is missing, in a statement of its own (an insert inside
+    /// the locking transaction would take InnoDB gap locks that deadlock).
+    async fn ensure_row(&self, pool: &Pool, name: &str) -> sqlx::Result<bool> {
+        let (n,): (i64,) = pool.one(&self.exists, &[Arg::S(name)]).await?;
+        if n == 0 {
+            pool.exec(&self.insert, &[Arg::S(name)]).await?;
+        }
+        Ok(n > 0)
+    }
+}
+
+/// Sets the session's idle limit to the lease (PostgreSQL: for this transaction only).
+async fn set_lease(d: Dialect, held: &mut Held, lease_ms: u64) -> sqlx::Result<()> {
+    match d {
+        #[cfg(feature = "mysql")]
+        Dialect::Mysql => {
+            let sql = format!("SET SESSION wait_timeout = {}", super::pinned::secs(lease_ms));
+            held.ex().exec(&sql, &[]).await.map(drop)
+        }
+        _ => {
+            let ms = lease_ms.to_string();
+            let sql = "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
+            held.ex().opt::<(String,)>(sql, &[Arg::S(&ms)]).await.map(drop)
+        }
+    }
+}
+
+/// The server's id of this session.
+pub(crate) async fn session_id(d: Dialect, held: &mut Held) -> sqlx::Result<i64> {
+    let sql = if d == Dialect::Mysql { "SELECT CAST(CONNECTION_ID() AS SIGNED)" } else { "SELECT pg_backend_pid()::bigint" };
+    Ok(held.ex().one::<(i64,)>(sql, &[]).await?.0)
+}
+
+/// Restores MySQL's idle limit before the connection goes back to the pool.
+#[cfg(feature = "mysql")]
+pub(crate) const MYSQL_RESET: &str = "SET SESSION wait_timeout = @@GLOBAL.wait_timeout";
+
+#[async_trait]
+impl Session for ForUpdate {
+    async fn take(&self, conns: &Conns, conn: Conn, name: &str, lease_ms: u64) -> sqlx::Result<Option<(Held, i64)>> {
+        self.ensure_row(&conns.pool, name).await?;
+        let mut held = Held::Tx(conn.begin().await?);
+        set_lease(self.d, &mut held, lease_ms).await?;
+        let session = session_id(self.d, &mut held).await?;
+        let got: Option<(String,)> = held.ex().opt(&self.lock, &[Arg::S(name)]).await?;
+        if got.is_some() {
+            return Ok(Some((held, session)));
+        }
+        self.give_back(held, name).await?;
+        Ok(None)
+    }
+
+    async fn keep(&self, held: &mut Held, lease_ms: u64) -> sqlx::Result<()> {
+        set_lease(self.d, held, lease_ms).await
+    }
+
+    async fn give_back(&self, mut held: Held, _name: &str) -> sqlx::Result<()> {
+        #[cfg(feature = "mysql")]
+        if self.d == Dialect::Mysql {
+            held.ex().exec(MYSQL_RESET, &[]).await?;
+        }
+        match held {
+            Held::Tx(t) => t.commit().await,
+            Held::Conn(_) => Ok(()),
+        }
+    }
+
+    async fn holder(&self, pool: &Pool, name: &str) -> sqlx::Result<Option<i64>> {
+        if !self.ensure_row(pool, name).await? {
+            return Ok(None);
+        }
+        // A row this transaction cannot lock at once is locked by another one.
+        let mut tx = pool.begin().await?;
+        let got: Option<(String,)> = tx.ex().opt(&self.lock, &[Arg::S(name)]).await?;
+        tx.rollback().await?;
+        Ok(got.is_none().then_some(-1))
+    }
+
+    fn foreign(&self, _session: i64) -> String {
+        format!("sql:{}", self.table)
+    }
+
+    /// Probing a row lock takes it for a moment, which would make other attempts see
+    /// busy: waiters poll the counter row instead.
+    fn cheap_holder(&self) -> bool {
+        false
+    }
+}

@@ -43,10 +43,11 @@ impl Wakes {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
 pub(crate) use poll::{PollSub, VersionSource};
 
-/// Version polling, for stores with no notifications to other processes (and the SQL
-/// lock schemes).
+/// Version polling, for stores with no notifications to other processes.
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
 mod poll {
     use std::sync::Arc;
     use std::time::Duration;

@@ -9,7 +9,7 @@ use md5::{Digest, Md5};
 
 use super::config::SchemeConfig;
 use super::db::{Arg, Conn, Dialect, Pool};
-use super::for_update::session_id;
+use super::for_update::session;
 use super::pinned::{Held, Session};
 use super::{Conns, create, fence};
 use crate::error::Result;
@@ -77,21 +77,21 @@ async fn reset(d: Dialect, held: &mut Held) -> sqlx::Result<()> {
 impl Session for Advisory {
     async fn take(&self, _conns: &Conns, conn: Conn, name: &str, lease_ms: u64) -> sqlx::Result<Option<(Held, i64)>> {
         let mut held = Held::Conn(conn);
-        set_lease(self.d, &mut held, lease_ms).await?;
-        let session = session_id(self.d, &mut held).await?;
-        let got = if self.d == Dialect::Mysql {
+        let sid = session(self.d);
+        let (got, session) = if self.d == Dialect::Mysql {
             let n = mysql_name(name);
-            let (r,): (Option<i64>,) = held.ex().one("SELECT CAST(GET_LOCK(?, 0) AS SIGNED)", &[Arg::S(&n)]).await?;
-            r == Some(1)
+            let sql = format!("SELECT CAST(GET_LOCK(?, 0) AS SIGNED), {sid}");
+            let (r, s): (Option<i64>, i64) = held.ex().one(&sql, &[Arg::S(&n)]).await?;
+            (r == Some(1), s)
         } else {
-            let (r,): (bool,) = held.ex().one("SELECT pg_try_advisory_lock($1)", &[Arg::I(pg_key(name))]).await?;
-            r
+            let sql = format!("SELECT pg_try_advisory_lock($1), {sid}");
+            held.ex().one::<(bool, i64)>(&sql, &[Arg::I(pg_key(name))]).await?
         };
-        if got {
-            return Ok(Some((held, session)));
+        if !got {
+            return Ok(None);
         }
-        reset(self.d, &mut held).await?;
-        Ok(None)
+        set_lease(self.d, &mut held, lease_ms).await?;
+        Ok(Some((held, session)))
     }
 
     async fn keep(&self, held: &mut Held, lease_ms: u64) -> sqlx::Result<()> {

@@ -37,7 +37,7 @@ impl Scheme {
             Scheme::Table => "baton_lock",
             Scheme::ForUpdate => "baton_row_lock",
             Scheme::Optimistic => "baton_version_lock",
-            Scheme::Advisory => "baton_fence",
+            Scheme::Advisory => "baton_lock_fence",
         }
     }
 
@@ -135,7 +135,7 @@ impl SchemeConfig {
             count: ident("count_column", "hold_count")?,
             token: ident("token_column", "token")?,
             version: ident("version_column", "version")?,
-            fence_table: ident("fence_table", "baton_fence")?,
+            fence_table: ident("fence_table", "baton_lock_fence")?,
         };
         let create = match url.option("create") {
             None | Some("true") => true,

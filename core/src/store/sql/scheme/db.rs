@@ -45,6 +45,12 @@ impl Dialect {
         }
     }
 
+    /// A text column as selected: MySQL reports columns of a binary collation as
+    /// `VARBINARY`, which the driver will not read as text, so they are cast back.
+    pub(crate) fn text(self, quoted_col: &str) -> String {
+        if self == Dialect::Mysql { format!("CAST({quoted_col} AS CHAR CHARACTER SET utf8mb4)") } else { quoted_col.to_owned() }
+    }
+
     /// `INSERT` that does nothing when the key exists.
     pub(crate) fn insert_ignore(self) -> &'static str {
         if self == Dialect::Mysql { "INSERT IGNORE INTO" } else { "INSERT INTO" }

@@ -1,5 +1,5 @@
 //! The companion counter of the schemes' fencing tokens: one row per name in `fence_table`
-//! (`baton_fence`), bumped once per fresh grant and never deleted, so tokens keep growing
+//! (`baton_lock_fence`), bumped once per fresh grant and never deleted, so tokens keep growing
 //! after a lock row is deleted, a transaction rolls back or a session ends. The row also
 //! says who took the last grant (and, for session locks, from which server session), which
 //! `inspect` reports for schemes whose lock itself records no owner.
@@ -66,7 +66,7 @@ pub(crate) async fn last(
     name: &str,
 ) -> std::result::Result<Option<(u64, Option<String>, i64)>, sqlx::Error> {
     let d = pool.dialect();
-    let sql = format!("SELECT fence, holder, session FROM {} WHERE name = {}", d.q(table), d.p(1));
+    let sql = format!("SELECT fence, {}, session FROM {} WHERE name = {}", d.text("holder"), d.q(table), d.p(1));
     let row: Option<(i64, Option<String>, Option<i64>)> = pool.opt(&sql, &[Arg::S(name)]).await?;
     Ok(row.map(|(f, h, s)| (u64::try_from(f).unwrap_or(0), h, s.unwrap_or(-1))))
 }

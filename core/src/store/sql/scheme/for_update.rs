@@ -16,6 +16,8 @@ use crate::error::Result;
 
 pub(crate) struct ForUpdate {
     d: Dialect,
+    /// Names whose row is known to exist (cleared when it grows large).
+    rows: std::sync::Mutex<std::collections::HashSet<String>>,
     exists: String,
     insert: String,
     lock: String,
@@ -31,9 +33,10 @@ impl ForUpdate {
         create(c, cfg, &[schema, fence::schema(d, &cfg.names.fence_table)]).await?;
         Ok(ForUpdate {
             d,
+            rows: std::sync::Mutex::default(),
             exists: format!("SELECT COUNT(*) FROM {t} WHERE {name} = {}", d.p(1)),
             insert: format!("{} {t} ({name}) VALUES ({}){}", d.insert_ignore(), d.p(1), d.on_conflict_nothing()),
-            lock: format!("SELECT {name} FROM {t} WHERE {name} = {} FOR UPDATE SKIP LOCKED", d.p(1)),
+            lock: format!("SELECT 1, {} FROM {t} WHERE {name} = {} FOR UPDATE SKIP LOCKED", session(d), d.p(1)),
             table: cfg.names.table.clone(),
         })
     }
@@ -41,10 +44,19 @@ impl ForUpdate {
     /// Makes the name's row if it is missing, in a statement of its own (an insert inside
     /// the locking transaction would take InnoDB gap locks that deadlock).
     async fn ensure_row(&self, pool: &Pool, name: &str) -> sqlx::Result<bool> {
+        use crate::sync::LockExt;
+        if self.rows.locked().contains(name) {
+            return Ok(true);
+        }
         let (n,): (i64,) = pool.one(&self.exists, &[Arg::S(name)]).await?;
         if n == 0 {
             pool.exec(&self.insert, &[Arg::S(name)]).await?;
         }
+        let mut rows = self.rows.locked();
+        if rows.len() >= 10_000 {
+            rows.clear();
+        }
+        rows.insert(name.to_owned());
         Ok(n > 0)
     }
 }
@@ -65,10 +77,9 @@ async fn set_lease(d: Dialect, held: &mut Held, lease_ms: u64) -> sqlx::Result<(
     }
 }
 
-/// The server's id of this session.
-pub(crate) async fn session_id(d: Dialect, held: &mut Held) -> sqlx::Result<i64> {
-    let sql = if d == Dialect::Mysql { "SELECT CAST(CONNECTION_ID() AS SIGNED)" } else { "SELECT pg_backend_pid()::bigint" };
-    Ok(held.ex().one::<(i64,)>(sql, &[]).await?.0)
+/// The server's id of the session, as SQL.
+pub(crate) fn session(d: Dialect) -> &'static str {
+    if d == Dialect::Mysql { "CAST(CONNECTION_ID() AS SIGNED)" } else { "pg_backend_pid()::bigint" }
 }
 
 /// Restores MySQL's idle limit before the connection goes back to the pool.
@@ -80,14 +91,15 @@ impl Session for ForUpdate {
     async fn take(&self, conns: &Conns, conn: Conn, name: &str, lease_ms: u64) -> sqlx::Result<Option<(Held, i64)>> {
         self.ensure_row(&conns.pool, name).await?;
         let mut held = Held::Tx(conn.begin().await?);
-        set_lease(self.d, &mut held, lease_ms).await?;
-        let session = session_id(self.d, &mut held).await?;
-        let got: Option<(String,)> = held.ex().opt(&self.lock, &[Arg::S(name)]).await?;
-        if got.is_some() {
-            return Ok(Some((held, session)));
+        let got: Option<(i32, i64)> = held.ex().opt(&self.lock, &[Arg::S(name)]).await?;
+        match (got, held) {
+            (Some((_, session)), mut held) => {
+                set_lease(self.d, &mut held, lease_ms).await?;
+                Ok(Some((held, session)))
+            }
+            (None, Held::Tx(t)) => t.rollback().await.map(|()| None),
+            (None, Held::Conn(_)) => Ok(None),
         }
-        self.give_back(held, name).await?;
-        Ok(None)
     }
 
     async fn keep(&self, held: &mut Held, lease_ms: u64) -> sqlx::Result<()> {
@@ -111,7 +123,7 @@ impl Session for ForUpdate {
         }
         // A row this transaction cannot lock at once is locked by another one.
         let mut tx = pool.begin().await?;
-        let got: Option<(String,)> = tx.ex().opt(&self.lock, &[Arg::S(name)]).await?;
+        let got: Option<(i32, i64)> = tx.ex().opt(&self.lock, &[Arg::S(name)]).await?;
         tx.rollback().await?;
         Ok(got.is_none().then_some(-1))
     }

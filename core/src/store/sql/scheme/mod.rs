@@ -17,6 +17,7 @@ mod db;
 mod fence;
 mod optimistic;
 mod table;
+mod wait;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod advisory;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -35,7 +36,6 @@ use crate::error::{Error, Result};
 use crate::inspect::Inspection;
 use crate::key::{Family, Key};
 use crate::state::{Attempt, KeyState, Mode, Released, Request};
-use crate::store::wakes::{PollSub, VersionSource, Wakes};
 use crate::store::{Store, Subscription};
 use crate::url::StoreUrl;
 
@@ -56,8 +56,8 @@ pub(crate) trait LockScheme: Send + Sync + 'static {
 pub(crate) struct SchemeStore {
     scheme: Scheme,
     imp: Arc<dyn LockScheme>,
-    versions: Arc<Versions>,
-    wakes: Arc<Wakes>,
+    /// What names the store's locks in this process (its waiters' wake-ups).
+    id: String,
 }
 
 impl std::fmt::Debug for SchemeStore {
@@ -97,12 +97,7 @@ impl SchemeStore {
             _ => return Err(Error::unsupported(format!("`?scheme={}` needs a database server", scheme.as_str()))),
         };
         let id = format!("sql-scheme:{}:{}:{}", scheme.as_str(), url.identity(), cfg.names.table);
-        Ok(Some(SchemeStore {
-            scheme,
-            versions: Arc::new(Versions(imp.clone())),
-            imp,
-            wakes: Wakes::for_store(&id),
-        }))
+        Ok(Some(SchemeStore { scheme, imp, id }))
     }
 
     /// The refusal of everything but plain locks, naming where it is.
@@ -191,16 +186,6 @@ pub(crate) async fn create(conns: &Conns, cfg: &SchemeConfig, statements: &[Stri
     tx.commit().await.map_err(&err)
 }
 
-/// The version source of the store's waiters.
-struct Versions(Arc<dyn LockScheme>);
-
-#[async_trait]
-impl VersionSource for Versions {
-    async fn version(&self, key: &Key) -> Result<i64> {
-        self.0.version(&key.name).await
-    }
-}
-
 fn lease_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -217,11 +202,17 @@ impl Store for SchemeStore {
         self.imp.renew(&key.name, holder, lease_ms(lease)).await
     }
 
+    /// Every renewal of the batch at once (each is one statement on its own connection).
+    async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
+        let all = futures_util::future::join_all(items.iter().map(|(k, h)| self.renew(k, h, lease))).await;
+        all.into_iter().collect()
+    }
+
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
         self.check(key, None)?;
         let out = self.imp.release(&key.name, holder, count).await?;
         if out == Released::Freed {
-            self.wakes.notify(key);
+            wait::handoff(&self.id, &key.name).notify_one();
         }
         Ok(out)
     }
@@ -232,7 +223,7 @@ impl Store for SchemeStore {
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         self.check(key, None)?;
-        Ok(Box::new(PollSub::start(self.versions.clone(), &self.wakes, key).await?))
+        Ok(Box::new(wait::Waiter::start(self.imp.clone(), &self.id, &key.name).await?))
     }
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {

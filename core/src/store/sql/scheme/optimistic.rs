@@ -15,8 +15,13 @@ use crate::error::{Error, Result};
 use crate::state::{Attempt, Hold, HoldMode, KeyState, Released, Request};
 
 /// Re-reads of one step on its own row before giving up (another writer changed it each
-/// time: only renewals and releases of the same holder race like this).
-const RACES: usize = 16;
+/// time: renewals, re-entries and releases of the same holder race like this), with a
+/// short random pause between them.
+const RACES: usize = 500;
+
+async fn pause() {
+    tokio::time::sleep(std::time::Duration::from_micros(rand::random_range(100..2_000))).await;
+}
 
 pub(crate) struct Optimistic {
     c: Conns,
@@ -67,7 +72,11 @@ impl Optimistic {
         // version, checked against the version read: `…, version = ? WHERE name = ? AND version = ?`.
         let cas = |k: usize| format!("{version} = {} WHERE {name} = {} AND {version} = {}", p(k + 1), p(k + 2), p(k + 3));
         let sql = Sql {
-            read: format!("SELECT {owner}, {version}, {exp}, {count}, {token}, {now} FROM {t} WHERE {name} = {}", p(1)),
+            read: format!(
+                "SELECT {}, {version}, {exp}, {count}, {token}, {now} FROM {t} WHERE {name} = {}",
+                d.text(&owner),
+                p(1)
+            ),
             insert: format!(
                 "{} {t} ({name}, {owner}, {version}, {count}) VALUES ({}, NULL, 0, 0){}",
                 d.insert_ignore(),
@@ -120,6 +129,7 @@ impl LockScheme for Optimistic {
                     let count = u32::try_from(n).unwrap_or(u32::MAX);
                     return Ok(Attempt::Granted { token: u64::try_from(token).unwrap_or(0), count, fresh: false });
                 }
+                pause().await;
                 continue;
             }
             if held {
@@ -149,6 +159,7 @@ impl LockScheme for Optimistic {
             if self.cas(&self.sql.renew, &[lease], name, version).await? {
                 return Ok(true);
             }
+            pause().await;
         }
         Err(Error::backend("optimistic lock: too many conflicting updates of one row in a row"))
     }
@@ -167,6 +178,7 @@ impl LockScheme for Optimistic {
             } else if self.cas(&self.sql.free, &[], name, version).await? {
                 return Ok(Released::Freed);
             }
+            pause().await;
         }
         Err(Error::backend("optimistic lock: too many conflicting updates of one row in a row"))
     }

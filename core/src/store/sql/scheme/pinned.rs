@@ -136,7 +136,7 @@ impl<S: Session> LockScheme for Pinned<S> {
         let e = err(&self.c.store);
         let conn = self.pinned.conn_now().await.map_err(&e)?.ok_or_else(|| self.exhausted())?;
         let started = Instant::now();
-        let Some((mut held, session)) = self.s.take(&self.c, conn, name, req.lease_ms).await.map_err(&e)? else {
+        let Some((held, session)) = self.s.take(&self.c, conn, name, req.lease_ms).await.map_err(&e)? else {
             return Ok(Attempt::Busy { retry_ms: None });
         };
         let mut conn = match self.c.pool.conn().await {
@@ -154,11 +154,6 @@ impl<S: Session> LockScheme for Pinned<S> {
                 return Err(e(x));
             }
         };
-        // Keep the session busy meanwhile: the lease runs from the last statement on it.
-        if let Err(x) = self.s.keep(&mut held, req.lease_ms).await {
-            held.abandon().await;
-            return Err(e(x));
-        }
         let deadline = started + Duration::from_millis(req.lease_ms);
         *g = Some(Hold { holder: req.holder.clone(), count: 1, token, held, session, deadline });
         Ok(Attempt::Granted { token, count: 1, fresh: true })

@@ -88,7 +88,7 @@ impl Sql {
             ),
             reclaim: format!("DELETE FROM {t} WHERE {name} = {} AND {exp} IS NOT NULL AND {exp} <= {now}", p(1)),
             reenter: format!("UPDATE {t} SET {count} = {count} + 1 WHERE {name} = {} AND {owner} = {} AND {live}", p(1), p(2)),
-            read: format!("SELECT {owner}, {count}, {token}, {exp}, {now} FROM {t} WHERE {name} = {}", p(1)),
+            read: format!("SELECT {}, {count}, {token}, {exp}, {now} FROM {t} WHERE {name} = {}", d.text(&owner), p(1)),
             set_token: format!("UPDATE {t} SET {token} = {} WHERE {name} = {} AND {owner} = {}", p(1), p(2), p(3)),
             count: format!("SELECT {count} FROM {t} WHERE {name} = {} AND {owner} = {} AND {live}", p(1), p(2)),
             decrement: format!(
@@ -123,6 +123,23 @@ impl LockScheme for Table {
         let (pool, e, s) = (&self.c.pool, err(&self.c.store), &self.sql);
         let holder = req.holder.as_str();
         for _ in 0..RECLAIMS {
+            // Read first: under contention most attempts end here, in one statement.
+            if let Some((owner, count, token, exp, now)) = pool.opt::<Row>(&s.read, &[Arg::S(name)]).await.map_err(&e)? {
+                let expired = exp.is_some_and(|x| x <= now);
+                if owner == holder && !expired {
+                    if pool.exec(&s.reenter, &[Arg::S(name), Arg::S(holder)]).await.map_err(&e)?.rows == 1 {
+                        let count = u32::try_from(count + 1).unwrap_or(u32::MAX);
+                        return Ok(Attempt::Granted { token: u64::try_from(token).unwrap_or(0), count, fresh: false });
+                    }
+                    continue;
+                }
+                if !expired {
+                    let retry_ms = exp.map(|x| u64::try_from(x - now).unwrap_or(0));
+                    return Ok(Attempt::Busy { retry_ms });
+                }
+                // One statement decides who reclaims an expired row; then everyone inserts.
+                pool.exec(&s.reclaim, &[Arg::S(name)]).await.map_err(&e)?;
+            }
             let args = [Arg::S(name), Arg::S(holder), Arg::I(ms(req.lease_ms))];
             if pool.exec(&s.insert, &args).await.map_err(&e)?.rows == 1 {
                 let mut conn = pool.conn().await.map_err(&e)?;
@@ -132,24 +149,6 @@ impl LockScheme for Table {
                 conn.ex().exec(&s.set_token, &args).await.map_err(&e)?;
                 return Ok(Attempt::Granted { token, count: 1, fresh: true });
             }
-            let Some((owner, count, token, exp, now)) = pool.opt::<Row>(&s.read, &[Arg::S(name)]).await.map_err(&e)?
-            else {
-                continue; // released meanwhile: insert again
-            };
-            let expired = exp.is_some_and(|x| x <= now);
-            if owner == holder && !expired {
-                if pool.exec(&s.reenter, &[Arg::S(name), Arg::S(holder)]).await.map_err(&e)?.rows == 1 {
-                    let count = u32::try_from(count + 1).unwrap_or(u32::MAX);
-                    return Ok(Attempt::Granted { token: u64::try_from(token).unwrap_or(0), count, fresh: false });
-                }
-                continue;
-            }
-            if !expired {
-                let retry_ms = exp.map(|x| u64::try_from(x - now).unwrap_or(0));
-                return Ok(Attempt::Busy { retry_ms });
-            }
-            // One statement decides who reclaims an expired row; then everyone inserts.
-            pool.exec(&s.reclaim, &[Arg::S(name)]).await.map_err(&e)?;
         }
         Ok(Attempt::Busy { retry_ms: None })
     }

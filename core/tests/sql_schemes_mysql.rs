@@ -158,7 +158,11 @@ async fn for_update_interop_with_plain_sql() {
     c.lock(&name).acquire().await.unwrap().release().await.unwrap();
     let mut sql = raw().await;
     let mut tx = sql.begin().await.unwrap();
-    sqlx::query("SELECT name FROM baton_row_lock WHERE name = ? FOR UPDATE").bind(&name).execute(&mut *tx).await.unwrap();
+    sqlx::query("SELECT name FROM baton_row_lock WHERE name = ? FOR UPDATE")
+        .bind(&name)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
     assert!(c.lock(&name).try_acquire().await.unwrap().is_none());
     let waiter = tokio::spawn({
         let (c, name) = (c.clone(), name.clone());
@@ -172,11 +176,12 @@ async fn for_update_interop_with_plain_sql() {
         .fetch_one(&mut sql)
         .await
         .unwrap();
-    let trx: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = ?")
-        .bind(session)
-        .fetch_one(&mut sql)
-        .await
-        .unwrap();
+    let trx: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = ?")
+            .bind(session)
+            .fetch_one(&mut sql)
+            .await
+            .unwrap();
     assert_eq!(trx, 1, "baton's hold is an open transaction of its session");
     sqlx::query("SET SESSION innodb_lock_wait_timeout = 1").execute(&mut sql).await.unwrap();
     let mut tx = sql.begin().await.unwrap();
@@ -216,7 +221,8 @@ async fn advisory_interop_with_plain_sql() {
     let used: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?)").bind(&name).fetch_one(&mut sql).await.unwrap();
     assert!(used.is_some(), "baton's hold is the named lock");
     // The mysql client waits for baton, as a team's script would.
-    let (user, rest) = base().trim_start_matches("mysql://").split_once('@').map(|(a, b)| (a.to_owned(), b.to_owned())).unwrap();
+    let (user, rest) =
+        base().trim_start_matches("mysql://").split_once('@').map(|(a, b)| (a.to_owned(), b.to_owned())).unwrap();
     let (user, pass) = user.split_once(':').unwrap();
     let (hostport, db) = rest.split_once('/').unwrap();
     let (host, port) = hostport.split_once(':').unwrap();

@@ -108,7 +108,11 @@ async fn odd_names_are_data() {
                 .fetch_one(&mut c)
                 .await
                 .unwrap();
-            assert_eq!(n, names.len() as i64, "every odd name has its counter row, and baton_lock_fence is still there");
+            assert_eq!(
+                n,
+                names.len() as i64,
+                "every odd name has its counter row, and baton_lock_fence is still there"
+            );
         }
     }
 }
@@ -158,7 +162,8 @@ async fn table_interop_with_plain_sql() {
             .unwrap();
     assert_eq!(token as u64, g.token().get());
     assert!(!owner.is_empty());
-    let dup = sqlx::query(&format!("INSERT INTO {table} (method_name) VALUES ($1)")).bind(&name).execute(&mut sql).await;
+    let dup =
+        sqlx::query(&format!("INSERT INTO {table} (method_name) VALUES ($1)")).bind(&name).execute(&mut sql).await;
     assert!(dup.unwrap_err().to_string().contains("duplicate key"), "the unique index refuses a second holder");
     g.release().await.unwrap();
     let left: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {table} WHERE method_name = $1"))
@@ -181,7 +186,11 @@ async fn for_update_interop_with_plain_sql() {
     c.lock(&name).acquire().await.unwrap().release().await.unwrap();
     let mut sql = raw().await;
     let mut tx = sql.begin().await.unwrap();
-    sqlx::query("SELECT name FROM baton_row_lock WHERE name = $1 FOR UPDATE").bind(&name).execute(&mut *tx).await.unwrap();
+    sqlx::query("SELECT name FROM baton_row_lock WHERE name = $1 FOR UPDATE")
+        .bind(&name)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
     assert!(c.lock(&name).try_acquire().await.unwrap().is_none());
     let waiter = tokio::spawn({
         let (c, name) = (c.clone(), name.clone());
@@ -236,8 +245,7 @@ async fn advisory_interop_with_plain_sql() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     sqlx::query("SELECT pg_advisory_unlock($1)").bind(key).execute(&mut sql).await.unwrap();
     let g = bounded("baton after pg_advisory_unlock", Duration::from_secs(5), waiter).await.unwrap().unwrap();
-    let took: bool =
-        sqlx::query_scalar("SELECT pg_try_advisory_lock($1)").bind(key).fetch_one(&mut sql).await.unwrap();
+    let took: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)").bind(key).fetch_one(&mut sql).await.unwrap();
     assert!(!took, "baton's hold is the same advisory lock");
     let listed: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
@@ -284,13 +292,15 @@ async fn optimistic_interop_with_plain_sql() {
         .fetch_one(&mut sql)
         .await
         .unwrap();
-    let n = sqlx::query("UPDATE baton_version_lock SET owner = 'script', version = version + 1 WHERE name = $1 AND version = $2")
-        .bind(&name)
-        .bind(v)
-        .execute(&mut sql)
-        .await
-        .unwrap()
-        .rows_affected();
+    let n = sqlx::query(
+        "UPDATE baton_version_lock SET owner = 'script', version = version + 1 WHERE name = $1 AND version = $2",
+    )
+    .bind(&name)
+    .bind(v)
+    .execute(&mut sql)
+    .await
+    .unwrap()
+    .rows_affected();
     assert_eq!(n, 1);
     assert!(c.lock(&name).try_acquire().await.unwrap().is_none());
     sqlx::query("UPDATE baton_version_lock SET owner = NULL, version = version + 1 WHERE name = $1")
@@ -303,4 +313,3 @@ async fn optimistic_interop_with_plain_sql() {
     g.release().await.unwrap();
     c.close().await;
 }
-

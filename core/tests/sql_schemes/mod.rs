@@ -30,10 +30,11 @@ pub(crate) async fn other_kinds_are_unsupported(url: &str, scheme: &str) {
 pub(crate) async fn odd_names_are_data(url: &str) -> Vec<String> {
     let (a, b) = (Client::connect(url).await.unwrap(), Client::connect(url).await.unwrap());
     let base = unique("odd");
-    let names: Vec<String> = ["'; DROP TABLE baton_lock_fence; --", "a\"b`c", "x' OR '1'='1", "-- comment", "semi;colon"]
-        .iter()
-        .map(|n| format!("{base}/{n}"))
-        .collect();
+    let names: Vec<String> =
+        ["'; DROP TABLE baton_lock_fence; --", "a\"b`c", "x' OR '1'='1", "-- comment", "semi;colon"]
+            .iter()
+            .map(|n| format!("{base}/{n}"))
+            .collect();
     let mut guards = Vec::new();
     for n in &names {
         guards.push(a.lock(n).try_acquire().await.unwrap().expect("free"));

@@ -44,9 +44,16 @@ impl Scheme {
     /// The URL options this scheme reads, besides `scheme` and the common ones.
     fn options(self) -> &'static [&'static str] {
         match self {
-            Scheme::Table => {
-                &["table", "name_column", "owner_column", "expires_column", "count_column", "token_column", "fence_table", "create"]
-            }
+            Scheme::Table => &[
+                "table",
+                "name_column",
+                "owner_column",
+                "expires_column",
+                "count_column",
+                "token_column",
+                "fence_table",
+                "create",
+            ],
             Scheme::Optimistic => &[
                 "table",
                 "name_column",
@@ -140,7 +147,9 @@ impl SchemeConfig {
         let create = match url.option("create") {
             None | Some("true") => true,
             Some("false") => false,
-            Some(v) => return Err(Error::invalid_argument(format!("option `create` of {url}: `{v}` is not true or false"))),
+            Some(v) => {
+                return Err(Error::invalid_argument(format!("option `create` of {url}: `{v}` is not true or false")));
+            }
         };
         let pool = match url.option("pool") {
             None => 32,

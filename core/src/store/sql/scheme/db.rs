@@ -48,7 +48,11 @@ impl Dialect {
     /// A text column as selected: MySQL reports columns of a binary collation as
     /// `VARBINARY`, which the driver will not read as text, so they are cast back.
     pub(crate) fn text(self, quoted_col: &str) -> String {
-        if self == Dialect::Mysql { format!("CAST({quoted_col} AS CHAR CHARACTER SET utf8mb4)") } else { quoted_col.to_owned() }
+        if self == Dialect::Mysql {
+            format!("CAST({quoted_col} AS CHAR CHARACTER SET utf8mb4)")
+        } else {
+            quoted_col.to_owned()
+        }
     }
 
     /// `INSERT` that does nothing when the key exists.
@@ -344,16 +348,19 @@ impl Pool {
         })
     }
 
+    // One statement on its own (autocommit): a deadlock victim was rolled back whole, so
+    // it is run again (InnoDB picks victims among single statements too, where a unique
+    // secondary index sees an insert and a delete at once).
     pub(crate) async fn exec(&self, sql: &str, args: &[Arg<'_>]) -> std::result::Result<Done, sqlx::Error> {
-        self.conn().await?.ex().exec(sql, args).await
+        retry(|| async { self.conn().await?.ex().exec(sql, args).await }).await
     }
 
     pub(crate) async fn opt<T: Row>(&self, sql: &str, args: &[Arg<'_>]) -> std::result::Result<Option<T>, sqlx::Error> {
-        self.conn().await?.ex().opt(sql, args).await
+        retry(|| async { self.conn().await?.ex().opt(sql, args).await }).await
     }
 
     pub(crate) async fn one<T: Row>(&self, sql: &str, args: &[Arg<'_>]) -> std::result::Result<T, sqlx::Error> {
-        self.conn().await?.ex().one(sql, args).await
+        retry(|| async { self.conn().await?.ex().one(sql, args).await }).await
     }
 
     pub(crate) async fn close(&self) {
@@ -364,6 +371,24 @@ impl Pool {
             Pool::My(p) => p.close().await,
             #[cfg(feature = "sqlite")]
             Pool::Lite(p) => p.close().await,
+        }
+    }
+}
+
+/// Runs `f` again when it was chosen as a deadlock victim (a few times, briefly apart).
+async fn retry<T, F, Fut>(mut f: F) -> std::result::Result<T, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, sqlx::Error>>,
+{
+    let mut tries = 0u64;
+    loop {
+        match f().await {
+            Err(sqlx::Error::Database(d)) if tries < 10 && matches!(d.code().as_deref(), Some("40001" | "40P01")) => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(rand::random_range(1..=5 * tries))).await;
+            }
+            r => return r,
         }
     }
 }

@@ -73,7 +73,12 @@ pub(crate) async fn last(
 
 /// Marks `name`'s last grant, taken in `session`, as given back (its waiters poll this).
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(crate) async fn released(pool: &Pool, table: &str, name: &str, session: i64) -> std::result::Result<(), sqlx::Error> {
+pub(crate) async fn released(
+    pool: &Pool,
+    table: &str,
+    name: &str,
+    session: i64,
+) -> std::result::Result<(), sqlx::Error> {
     let d = pool.dialect();
     let sql = format!("UPDATE {} SET session = NULL WHERE name = {} AND session = {}", d.q(table), d.p(1), d.p(2));
     pool.exec(&sql, &[Arg::S(name), Arg::I(session)]).await.map(drop)

@@ -12,18 +12,18 @@
 //! latches are `Unsupported` under a scheme and live in the default design (no `scheme`).
 //! Each scheme is a [`LockScheme`]; this module routes the `Store` calls to it.
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod advisory;
 pub(crate) mod config;
 mod db;
 mod fence;
-mod optimistic;
-mod table;
-mod wait;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-mod advisory;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod for_update;
+mod optimistic;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod pinned;
+mod table;
+mod wait;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -161,7 +161,9 @@ async fn connect(url: &StoreUrl, cfg: &SchemeConfig, max: u32, store: &str) -> R
                 .acquire_timeout(cfg.busy_timeout + Duration::from_secs(5))
                 .connect_with(opts)
                 .await
-                .map_err(|e| Error::connection(format!("cannot open the SQLite database {path}: {e}")).with_source(e))?;
+                .map_err(|e| {
+                    Error::connection(format!("cannot open the SQLite database {path}: {e}")).with_source(e)
+                })?;
             Ok(Pool::Lite(pool))
         }
         s => Err(Error::invalid_url(format!("`{s}://` names no SQL database of this build"))),

@@ -26,6 +26,10 @@ async fn pause() {
 pub(crate) struct Optimistic {
     c: Conns,
     sql: Sql,
+    /// One step at a time per name and holder in this process: concurrent re-entries and
+    /// releases of one holder (attempts given up by their callers and finished in the
+    /// background) lost count otherwise, leaving holds behind.
+    steps: crate::sync::Registry<(String, String), tokio::sync::Mutex<()>>,
 }
 
 struct Sql {
@@ -65,12 +69,20 @@ impl Optimistic {
         let d = c.pool.dialect();
         let n = &cfg.names;
         create(&c, cfg, &[schema(d, n)]).await?;
-        let (t, name, owner, exp, count, token, version) =
-            (d.q(&n.table), d.q(&n.name), d.q(&n.owner), d.q(&n.expires), d.q(&n.count), d.q(&n.token), d.q(&n.version));
+        let (t, name, owner, exp, count, token, version) = (
+            d.q(&n.table),
+            d.q(&n.name),
+            d.q(&n.owner),
+            d.q(&n.expires),
+            d.q(&n.count),
+            d.q(&n.token),
+            d.q(&n.version),
+        );
         let (now, p) = (d.now_ms(), |i| d.p(i));
         // Every update sets its own columns (its first `k` arguments), then the next
         // version, checked against the version read: `…, version = ? WHERE name = ? AND version = ?`.
-        let cas = |k: usize| format!("{version} = {} WHERE {name} = {} AND {version} = {}", p(k + 1), p(k + 2), p(k + 3));
+        let cas =
+            |k: usize| format!("{version} = {} WHERE {name} = {} AND {version} = {}", p(k + 1), p(k + 2), p(k + 3));
         let sql = Sql {
             read: format!(
                 "SELECT {}, {version}, {exp}, {count}, {token}, {now} FROM {t} WHERE {name} = {}",
@@ -94,7 +106,11 @@ impl Optimistic {
             free: format!("UPDATE {t} SET {owner} = NULL, {exp} = NULL, {count} = 0, {}", cas(0)),
             renew: format!("UPDATE {t} SET {exp} = {now} + {}, {}", p(1), cas(1)),
         };
-        Ok(Optimistic { c, sql })
+        Ok(Optimistic { c, sql, steps: crate::sync::Registry::default() })
+    }
+
+    fn steps_of(&self, name: &str, holder: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+        self.steps.get_or_insert_with((name.to_owned(), holder.to_owned()), tokio::sync::Mutex::default)
     }
 
     async fn row(&self, name: &str) -> Result<Option<Row>> {
@@ -116,6 +132,8 @@ fn live(exp: Option<i64>, now: i64) -> bool {
 #[async_trait]
 impl LockScheme for Optimistic {
     async fn acquire(&self, name: &str, req: &Request) -> Result<Attempt> {
+        let steps = self.steps_of(name, &req.holder);
+        let _one = steps.lock().await;
         for _ in 0..RACES {
             let Some((owner, version, exp, count, token, now)) = self.row(name).await? else {
                 let e = err(&self.c.store);
@@ -150,6 +168,8 @@ impl LockScheme for Optimistic {
     }
 
     async fn renew(&self, name: &str, holder: &str, lease_ms: u64) -> Result<bool> {
+        let steps = self.steps_of(name, holder);
+        let _one = steps.lock().await;
         for _ in 0..RACES {
             let Some((owner, version, exp, _, _, now)) = self.row(name).await? else { return Ok(false) };
             if owner.as_deref() != Some(holder) || !live(exp, now) {
@@ -165,6 +185,8 @@ impl LockScheme for Optimistic {
     }
 
     async fn release(&self, name: &str, holder: &str, count: u32) -> Result<Released> {
+        let steps = self.steps_of(name, holder);
+        let _one = steps.lock().await;
         for _ in 0..RACES {
             let Some((owner, version, exp, held, _, now)) = self.row(name).await? else { return Ok(Released::NotHeld) };
             if owner.as_deref() != Some(holder) || !live(exp, now) {

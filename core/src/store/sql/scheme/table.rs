@@ -87,7 +87,11 @@ impl Sql {
                 d.on_conflict_nothing()
             ),
             reclaim: format!("DELETE FROM {t} WHERE {name} = {} AND {exp} IS NOT NULL AND {exp} <= {now}", p(1)),
-            reenter: format!("UPDATE {t} SET {count} = {count} + 1 WHERE {name} = {} AND {owner} = {} AND {live}", p(1), p(2)),
+            reenter: format!(
+                "UPDATE {t} SET {count} = {count} + 1 WHERE {name} = {} AND {owner} = {} AND {live}",
+                p(1),
+                p(2)
+            ),
             read: format!("SELECT {}, {count}, {token}, {exp}, {now} FROM {t} WHERE {name} = {}", d.text(&owner), p(1)),
             set_token: format!("UPDATE {t} SET {token} = {} WHERE {name} = {} AND {owner} = {}", p(1), p(2), p(3)),
             count: format!("SELECT {count} FROM {t} WHERE {name} = {} AND {owner} = {} AND {live}", p(1), p(2)),
@@ -124,7 +128,9 @@ impl LockScheme for Table {
         let holder = req.holder.as_str();
         for _ in 0..RECLAIMS {
             // Read first: under contention most attempts end here, in one statement.
-            if let Some((owner, count, token, exp, now)) = pool.opt::<Row>(&s.read, &[Arg::S(name)]).await.map_err(&e)? {
+            if let Some((owner, count, token, exp, now)) =
+                pool.opt::<Row>(&s.read, &[Arg::S(name)]).await.map_err(&e)?
+            {
                 let expired = exp.is_some_and(|x| x <= now);
                 if owner == holder && !expired {
                     if pool.exec(&s.reenter, &[Arg::S(name), Arg::S(holder)]).await.map_err(&e)?.rows == 1 {

@@ -4,13 +4,13 @@
 //! baton's holds seen in `information_schema.innodb_trx`, `IS_USED_LOCK` and the rows.
 #![cfg(feature = "mysql")]
 
+#[macro_use]
 mod sql_schemes;
 
 use std::time::Duration;
 
 use baton::Client;
-use baton_testkit::behaviour::{self, Store, bounded, unique, with_option};
-use baton_testkit::cross_process_suite;
+use baton_testkit::behaviour::{self, bounded, unique, with_option};
 use sqlx::{Connection, MySqlConnection};
 
 fn base() -> String {
@@ -25,73 +25,7 @@ async fn raw() -> MySqlConnection {
     MySqlConnection::connect(&base()).await.unwrap()
 }
 
-macro_rules! scheme_suite {
-    ($module:ident, $scheme:literal) => {
-        mod $module {
-            pub(crate) fn store() -> baton_testkit::behaviour::Store {
-                baton_testkit::behaviour::Store { url: crate::url($scheme), keep: None }
-            }
-            baton_testkit::behaviour_suite!(@locks crate::$module::store);
-        }
-    };
-}
-
-scheme_suite!(table, "table");
-scheme_suite!(optimistic, "optimistic");
-
-// The session schemes: as on PostgreSQL (sql_schemes_postgres.rs), without
-// `owner_option_reenters` and `watchdog_renews_many`.
-macro_rules! session_suite {
-    ($module:ident, $scheme:literal) => {
-        mod $module {
-            pub(crate) fn store() -> baton_testkit::behaviour::Store {
-                baton_testkit::behaviour::Store { url: crate::url($scheme), keep: None }
-            }
-            baton_testkit::behaviour_suite!(@tests crate::$module::store;
-                lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter, lock::reentrancy,
-                lock::ttl_expiry_is_lost, lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock,
-                lock::stalled_holder_frees, lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
-                lock::cancelled_acquire_leaves_nothing, lock::close_releases, lock::watchdog_default_renewal,
-                lock::fencing_tokens_grow_without_fair, lock::dropped_reentrant_guards,
-                multi::all_or_nothing, multi::no_deadlock, multi::timeout_cancel_and_dedup,
-                multi::overlapping_subsets_exclude, errors::bad_names, errors::odd_names_are_distinct,
-            );
-        }
-    };
-}
-
-session_suite!(for_update, "for-update");
-session_suite!(advisory, "advisory");
-
-fn table_store() -> Store {
-    Store { url: url("table"), keep: None }
-}
-cross_process_suite!(crate::table_store);
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_holder_for_each_scheme() {
-    for s in ["optimistic", "for-update", "advisory"] {
-        sql_schemes::killed_holder(&url(s)).await;
-    }
-}
-
-#[tokio::test]
-async fn other_kinds_are_unsupported() {
-    for s in ["table", "for-update", "optimistic", "advisory"] {
-        sql_schemes::other_kinds_are_unsupported(&url(s), s).await;
-    }
-}
-
-#[tokio::test]
-async fn bad_identifiers_are_refused() {
-    sql_schemes::bad_identifiers_are_refused(&url("optimistic")).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pool_exhaustion_is_an_error() {
-    sql_schemes::pool_exhaustion_is_an_error(&url("for-update")).await;
-    sql_schemes::pool_exhaustion_is_an_error(&url("advisory")).await;
-}
+server_schemes!();
 
 #[tokio::test]
 async fn odd_names_are_data() {

@@ -86,3 +86,74 @@ pub(crate) async fn killed_holder(url: &str) {
     let store = baton_testkit::behaviour::Store { url: url.to_owned(), keep: None };
     baton_testkit::behaviour::crash::killed_holder_process_frees(&store).await;
 }
+
+/// The behaviour suite's lock checks for each scheme on a database server, and the checks
+/// above, for a test file defining `fn url(scheme: &str) -> String`. The session schemes
+/// leave out `owner_option_reenters` (a hold lives in the client that took it, so two
+/// clients given one owner do not re-enter each other's hold) and `watchdog_renews_many`
+/// (150 held locks would pin 150 of the shared server's connections; the pool limit is
+/// checked by `pool_exhaustion_is_an_error` instead).
+#[allow(unused_macros)]
+macro_rules! server_schemes {
+    () => {
+        server_schemes!(@row table, "table");
+        server_schemes!(@row optimistic, "optimistic");
+        server_schemes!(@session for_update, "for-update");
+        server_schemes!(@session advisory, "advisory");
+
+        fn table_store() -> baton_testkit::behaviour::Store {
+            baton_testkit::behaviour::Store { url: url("table"), keep: None }
+        }
+        baton_testkit::cross_process_suite!(crate::table_store);
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn killed_holder_for_each_scheme() {
+            for s in ["optimistic", "for-update", "advisory"] {
+                sql_schemes::killed_holder(&url(s)).await;
+            }
+        }
+
+        #[tokio::test]
+        async fn other_kinds_are_unsupported() {
+            for s in ["table", "for-update", "optimistic", "advisory"] {
+                sql_schemes::other_kinds_are_unsupported(&url(s), s).await;
+            }
+        }
+
+        #[tokio::test]
+        async fn bad_identifiers_are_refused() {
+            sql_schemes::bad_identifiers_are_refused(&url("table")).await;
+            sql_schemes::bad_identifiers_are_refused(&url("optimistic")).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn pool_exhaustion_is_an_error() {
+            sql_schemes::pool_exhaustion_is_an_error(&url("for-update")).await;
+            sql_schemes::pool_exhaustion_is_an_error(&url("advisory")).await;
+        }
+    };
+    (@row $module:ident, $scheme:literal) => {
+        mod $module {
+            pub(crate) fn store() -> baton_testkit::behaviour::Store {
+                baton_testkit::behaviour::Store { url: crate::url($scheme), keep: None }
+            }
+            baton_testkit::behaviour_suite!(@locks crate::$module::store);
+        }
+    };
+    (@session $module:ident, $scheme:literal) => {
+        mod $module {
+            pub(crate) fn store() -> baton_testkit::behaviour::Store {
+                baton_testkit::behaviour::Store { url: crate::url($scheme), keep: None }
+            }
+            baton_testkit::behaviour_suite!(@tests crate::$module::store;
+                lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter, lock::reentrancy,
+                lock::ttl_expiry_is_lost, lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock,
+                lock::stalled_holder_frees, lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
+                lock::cancelled_acquire_leaves_nothing, lock::close_releases, lock::watchdog_default_renewal,
+                lock::fencing_tokens_grow_without_fair, lock::dropped_reentrant_guards,
+                multi::all_or_nothing, multi::no_deadlock, multi::timeout_cancel_and_dedup,
+                multi::overlapping_subsets_exclude, errors::bad_names, errors::odd_names_are_distinct,
+            );
+        }
+    };
+}

@@ -10,7 +10,7 @@ use md5::{Digest, Md5};
 use super::config::SchemeConfig;
 use super::db::{Arg, Conn, Dialect, Pool};
 use super::for_update::session;
-use super::pinned::{Held, Session};
+use super::pinned::{Held, Session, set_lease};
 use super::{Conns, create, fence};
 use crate::error::Result;
 
@@ -47,22 +47,6 @@ impl Advisory {
     }
 }
 
-/// Sets the session's idle limit to the lease.
-async fn set_lease(d: Dialect, held: &mut Held, lease_ms: u64) -> sqlx::Result<()> {
-    match d {
-        #[cfg(feature = "mysql")]
-        Dialect::Mysql => {
-            let sql = format!("SET SESSION wait_timeout = {}", super::pinned::secs(lease_ms));
-            held.ex().exec(&sql, &[]).await.map(drop)
-        }
-        _ => {
-            let ms = lease_ms.to_string();
-            let sql = "SELECT set_config('idle_session_timeout', $1, false)";
-            held.ex().opt::<(String,)>(sql, &[Arg::S(&ms)]).await.map(drop)
-        }
-    }
-}
-
 /// Restores the session's idle limit before the connection goes back to the pool.
 async fn reset(d: Dialect, held: &mut Held) -> sqlx::Result<()> {
     #[cfg(feature = "mysql")]
@@ -90,12 +74,12 @@ impl Session for Advisory {
         if !got {
             return Ok(None);
         }
-        set_lease(self.d, &mut held, lease_ms).await?;
+        set_lease(self.d, &mut held, lease_ms, "idle_session_timeout", false).await?;
         Ok(Some((held, session)))
     }
 
     async fn keep(&self, held: &mut Held, lease_ms: u64) -> sqlx::Result<()> {
-        set_lease(self.d, held, lease_ms).await
+        set_lease(self.d, held, lease_ms, "idle_session_timeout", false).await
     }
 
     async fn give_back(&self, mut held: Held, name: &str) -> sqlx::Result<()> {

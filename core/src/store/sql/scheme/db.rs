@@ -55,6 +55,20 @@ impl Dialect {
         }
     }
 
+    /// What a lock table baton makes starts and ends with: its `id` column, the type of
+    /// its owner column, and what follows the column list.
+    pub(crate) fn table_parts(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Dialect::Postgres => ("id BIGSERIAL PRIMARY KEY", "TEXT", ""),
+            Dialect::Mysql => (
+                "id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+                "VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+                " ENGINE = InnoDB",
+            ),
+            Dialect::Sqlite => ("id INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT", ""),
+        }
+    }
+
     /// `INSERT` that does nothing when the key exists.
     pub(crate) fn insert_ignore(self) -> &'static str {
         if self == Dialect::Mysql { "INSERT IGNORE INTO" } else { "INSERT INTO" }

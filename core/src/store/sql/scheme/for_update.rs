@@ -10,7 +10,7 @@ use async_trait::async_trait;
 
 use super::config::SchemeConfig;
 use super::db::{Arg, Conn, Dialect, Pool};
-use super::pinned::{Held, Session};
+use super::pinned::{Held, Session, set_lease};
 use super::{Conns, create, fence};
 use crate::error::Result;
 
@@ -61,22 +61,6 @@ impl ForUpdate {
     }
 }
 
-/// Sets the session's idle limit to the lease (PostgreSQL: for this transaction only).
-async fn set_lease(d: Dialect, held: &mut Held, lease_ms: u64) -> sqlx::Result<()> {
-    match d {
-        #[cfg(feature = "mysql")]
-        Dialect::Mysql => {
-            let sql = format!("SET SESSION wait_timeout = {}", super::pinned::secs(lease_ms));
-            held.ex().exec(&sql, &[]).await.map(drop)
-        }
-        _ => {
-            let ms = lease_ms.to_string();
-            let sql = "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
-            held.ex().opt::<(String,)>(sql, &[Arg::S(&ms)]).await.map(drop)
-        }
-    }
-}
-
 /// The server's id of the session, as SQL.
 pub(crate) fn session(d: Dialect) -> &'static str {
     if d == Dialect::Mysql { "CAST(CONNECTION_ID() AS SIGNED)" } else { "pg_backend_pid()::bigint" }
@@ -94,7 +78,7 @@ impl Session for ForUpdate {
         let got: Option<(i32, i64)> = held.ex().opt(&self.lock, &[Arg::S(name)]).await?;
         match (got, held) {
             (Some((_, session)), mut held) => {
-                set_lease(self.d, &mut held, lease_ms).await?;
+                set_lease(self.d, &mut held, lease_ms, "idle_in_transaction_session_timeout", true).await?;
                 Ok(Some((held, session)))
             }
             (None, Held::Tx(t)) => t.rollback().await.map(|()| None),
@@ -103,7 +87,7 @@ impl Session for ForUpdate {
     }
 
     async fn keep(&self, held: &mut Held, lease_ms: u64) -> sqlx::Result<()> {
-        set_lease(self.d, held, lease_ms).await
+        set_lease(self.d, held, lease_ms, "idle_in_transaction_session_timeout", true).await
     }
 
     async fn give_back(&self, mut held: Held, _name: &str) -> sqlx::Result<()> {

@@ -47,15 +47,7 @@ type Row = (Option<String>, i64, Option<i64>, i64, i64, i64);
 fn schema(d: Dialect, n: &Names) -> String {
     let (t, name, owner, exp, count, token, version) =
         (d.q(&n.table), d.q(&n.name), d.q(&n.owner), d.q(&n.expires), d.q(&n.count), d.q(&n.token), d.q(&n.version));
-    let (id, owner_type, tail) = match d {
-        Dialect::Postgres => ("id BIGSERIAL PRIMARY KEY", "TEXT", ""),
-        Dialect::Mysql => (
-            "id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-            "VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
-            " ENGINE = InnoDB",
-        ),
-        Dialect::Sqlite => ("id INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT", ""),
-    };
+    let (id, owner_type, tail) = d.table_parts();
     format!(
         "CREATE TABLE IF NOT EXISTS {t} ({id}, {name} {} NOT NULL UNIQUE, {owner} {owner_type} NULL, \
          {version} BIGINT NOT NULL DEFAULT 0, {exp} BIGINT NULL, {count} BIGINT NOT NULL DEFAULT 0, \

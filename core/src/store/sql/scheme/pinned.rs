@@ -253,8 +253,22 @@ impl<S: Session> LockScheme for Pinned<S> {
     }
 }
 
-/// Whole seconds of a lease, at least one (MySQL's `wait_timeout` counts seconds).
-#[cfg(feature = "mysql")]
-pub(crate) fn secs(lease_ms: u64) -> u64 {
-    lease_ms.div_ceil(1000).max(1)
+/// Sets the session's idle limit to the lease: MySQL's `wait_timeout` (whole seconds, at
+/// least one), or the PostgreSQL setting `pg_setting` (for this transaction only when
+/// `in_tx`).
+pub(crate) async fn set_lease(
+    d: super::db::Dialect,
+    held: &mut Held,
+    lease_ms: u64,
+    pg_setting: &str,
+    in_tx: bool,
+) -> sqlx::Result<()> {
+    use super::db::{Arg, Dialect};
+    if d == Dialect::Mysql {
+        let sql = format!("SET SESSION wait_timeout = {}", lease_ms.div_ceil(1000).max(1));
+        return held.ex().exec(&sql, &[]).await.map(drop);
+    }
+    let ms = lease_ms.to_string();
+    let sql = format!("SELECT set_config('{pg_setting}', $1, {in_tx})");
+    held.ex().opt::<(String,)>(&sql, &[Arg::S(&ms)]).await.map(drop)
 }

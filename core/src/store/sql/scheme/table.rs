@@ -54,15 +54,7 @@ impl Table {
 fn schema(d: Dialect, n: &Names) -> String {
     let (t, name, owner, exp, count, token) =
         (d.q(&n.table), d.q(&n.name), d.q(&n.owner), d.q(&n.expires), d.q(&n.count), d.q(&n.token));
-    let (id, owner_type, tail) = match d {
-        Dialect::Postgres => ("id BIGSERIAL PRIMARY KEY", "TEXT", ""),
-        Dialect::Mysql => (
-            "id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-            "VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
-            " ENGINE = InnoDB",
-        ),
-        Dialect::Sqlite => ("id INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT", ""),
-    };
+    let (id, owner_type, tail) = d.table_parts();
     format!(
         "CREATE TABLE IF NOT EXISTS {t} ({id}, {name} {} NOT NULL UNIQUE, {owner} {owner_type} NOT NULL DEFAULT '', \
          {exp} BIGINT NULL, {count} BIGINT NOT NULL DEFAULT 1, {token} BIGINT NOT NULL DEFAULT 0){tail}",

@@ -42,33 +42,19 @@ impl Scheme {
     }
 
     /// The URL options this scheme reads, besides `scheme` and the common ones.
-    fn options(self) -> &'static [&'static str] {
+    fn options(self) -> Vec<&'static str> {
         match self {
-            Scheme::Table => &[
-                "table",
-                "name_column",
-                "owner_column",
-                "expires_column",
-                "count_column",
-                "token_column",
-                "fence_table",
-                "create",
-            ],
-            Scheme::Optimistic => &[
-                "table",
-                "name_column",
-                "owner_column",
-                "expires_column",
-                "count_column",
-                "token_column",
-                "version_column",
-                "create",
-            ],
-            Scheme::ForUpdate => &["table", "name_column", "fence_table", "create", "pool"],
-            Scheme::Advisory => &["fence_table", "create", "pool"],
+            Scheme::Table => [ROW_COLUMNS, &["fence_table", "create"]].concat(),
+            Scheme::Optimistic => [ROW_COLUMNS, &["version_column", "create"]].concat(),
+            Scheme::ForUpdate => vec!["table", "name_column", "fence_table", "create", "pool"],
+            Scheme::Advisory => vec!["fence_table", "create", "pool"],
         }
     }
 }
+
+/// The options naming the table and the columns of a row scheme (`table`, `optimistic`).
+const ROW_COLUMNS: &[&str] =
+    &["table", "name_column", "owner_column", "expires_column", "count_column", "token_column"];
 
 /// The tables and columns of a scheme, each a checked identifier.
 #[derive(Debug, Clone)]
@@ -124,7 +110,7 @@ impl SchemeConfig {
         }
         let mut known = COMMON_OPTIONS.to_vec();
         known.push("scheme");
-        known.extend_from_slice(scheme.options());
+        known.extend(scheme.options());
         if sqlite {
             known.push("busy_timeout");
         }

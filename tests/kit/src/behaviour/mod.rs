@@ -256,6 +256,21 @@ macro_rules! behaviour_suite {
             lock::pending_calls_fail_on_close,
         );
     };
+    // The checks of plain locks only, for stores or schemes that have nothing else (the
+    // SQL lock schemes): exclusion, waiting, reentrancy, leases, loss, tokens, multi-locks
+    // and names.
+    (@locks $make:path) => {
+        $crate::behaviour_suite!(@tests $make;
+            lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter,
+            lock::reentrancy, lock::owner_option_reenters, lock::ttl_expiry_is_lost,
+            lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock, lock::stalled_holder_frees,
+            lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
+            lock::cancelled_acquire_leaves_nothing, lock::close_releases, lock::watchdog_default_renewal,
+            lock::fencing_tokens_grow_without_fair, lock::watchdog_renews_many, lock::dropped_reentrant_guards,
+            multi::all_or_nothing, multi::no_deadlock, multi::timeout_cancel_and_dedup,
+            multi::overlapping_subsets_exclude, errors::bad_names, errors::odd_names_are_distinct,
+        );
+    };
     (@tests $make:path; $($module:ident :: $check:ident),* $(,)?) => {
         $(
             mod $check {

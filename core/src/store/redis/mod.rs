@@ -240,6 +240,10 @@ impl Store for Redis {
     async fn close(&self) {
         self.conn.close();
     }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        Some(self)
+    }
 }
 
 #[cfg(feature = "bench")]

@@ -14,6 +14,7 @@ macro_rules! lua {
 
 pub(super) mod fair;
 pub(super) mod fence;
+pub(super) mod guarded;
 pub(super) mod latch;
 pub(super) mod lock;
 pub(super) mod rsemaphore;
@@ -28,7 +29,7 @@ use super::keys;
 pub(crate) use super::script::Lua;
 
 /// Every script, for loading them all at once.
-pub(crate) static ALL: [&Lua; 25] = [
+pub(crate) static ALL: [&Lua; 26] = [
     &lock::ACQUIRE,
     &lock::RELEASE,
     &lock::RENEW,
@@ -54,6 +55,7 @@ pub(crate) static ALL: [&Lua; 25] = [
     &rsemaphore::RENEW,
     &rsemaphore::INSPECT,
     &fence::RAISE,
+    &guarded::WRITE,
 ];
 
 impl SemLayout {
@@ -109,6 +111,7 @@ mod tests {
                 "7cfdd85da540165a6886aba61f5671a3e45bb527",
                 "88f9acb206dbb3d2017e3bb069afbc0e30ecae37",
                 "ab2990b9ec63ef135dedc2f1ac6cf6a4c2e0c4c3",
+                "6778fcefa25ad08d88b01907e33f7680b05d5faf",
             ]
         );
     }

@@ -53,7 +53,8 @@ impl Fence {
     #[napi(ts_return_type = "Promise<number>")]
     pub async fn execute(&self, statement: String, token_text: String) -> napi::Result<Answer<f64>> {
         let fence = self.inner.clone();
-        call::run(async move { fence.execute(&statement, token(&token_text)?).await.map(crate::convert::safe_number) }).await
+        call::run(async move { fence.execute(&statement, token(&token_text)?).await.map(crate::convert::safe_number) })
+            .await
     }
 }
 

@@ -102,7 +102,7 @@ mod tests {
                 "43b14ccc6334cd2040f5dcc6c8cff8155d5a623c",
                 "fbf96d9fb86ebd70414e99c745ac7ba82e57cfd2",
                 "dc173faa40d3be32d9a594893cc549dd2773045e",
-                "2b796dd893c99cac63b04a086b5ce3d8dbcd748b",
+                "e9414df335746620454a4a7f9ca7f32a1e099d54",
                 "4cab468e8829a886f572b608e591fefcb672fa82",
                 "afd42ba149ae6d874ddf984099a9fdc0e653e737",
                 "a3844628f6ad395fc6fe2cfe1f0f83e1ab5f6526",

@@ -27,7 +27,7 @@ impl FenceOps for Etcd {
                 Some(kv) => (String::from_utf8_lossy(&kv.value).parse::<u64>().unwrap_or(0), kv.mod_revision),
                 None => (0, 0),
             };
-            if r.kvs.first().is_some() && seen > token {
+            if seen > token {
                 return Ok(false);
             }
             let txn = Txn {

@@ -100,8 +100,11 @@ impl Curator {
 
 /// Curator holds, baton waits and is woken by Curator's release; then baton holds,
 /// Curator waits and is woken by baton's release.
-async fn both_ways<G, F, Fut>(mut cur: Curator, take: F, release: impl Fn(G) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>)
-where
+async fn both_ways<G, F, Fut>(
+    mut cur: Curator,
+    take: F,
+    release: impl Fn(G) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+) where
     F: Fn() -> Fut + Send + Sync + Clone + 'static,
     Fut: std::future::Future<Output = G> + Send,
     G: Send + 'static,
@@ -127,7 +130,11 @@ where
     release(g).await;
     let granted = cur.at("ACQUIRED", Duration::from_secs(10));
     assert!(granted + 5 >= released, "Curator granted at {granted} before baton released at {released}");
-    assert!(granted.saturating_sub(released) < WAKE_MS, "Curator woken {} ms after baton's release", granted - released);
+    assert!(
+        granted.saturating_sub(released) < WAKE_MS,
+        "Curator woken {} ms after baton's release",
+        granted - released
+    );
     cur.release();
 }
 

@@ -67,7 +67,7 @@ impl Ensemble {
                 std::fs::write(d.join("data/myid"), format!("{}\n", i + 1)).unwrap();
                 let cfg = format!(
                     "tickTime=500\ninitLimit=10\nsyncLimit=4\ndataDir={}\nclientPort={c}\nclientPortAddress=127.0.0.1\n\
-                     maxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n{servers}",
+                     maxClientCnxns=0\nforceSync=no\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n{servers}",
                     d.join("data").display()
                 );
                 std::fs::write(d.join("zoo.cfg"), cfg).unwrap();

@@ -188,3 +188,44 @@ async fn bad_urls_and_names() {
     assert_eq!(z.list_children(&format!("/%/{enc}")).await.unwrap().len(), 1);
     g.release().await.unwrap();
 }
+
+/// A waiter that vanished and left its node behind (a frozen process whose session the
+/// server still keeps): its place lapses with its lease, and the waiter behind it is
+/// granted soon after the holder's release; likewise a writer's place no longer holds
+/// readers back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vanished_waiter_node_is_skipped() {
+    let (c, z) = (Client::connect(&url()).await.unwrap(), raw().await);
+    let name = unique("zk-vanished");
+    let g = c.fair_lock(&name).acquire().await.unwrap();
+    let dead = "dead-waiter";
+    let data = format!(r#"{{"holder":"{dead}","count":0,"lease_ms":2000}}"#);
+    let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    z.create(&format!("/{name}/_c_{}-lock-", protected_id(dead)), data.as_bytes(), &opts).await.unwrap();
+    assert_eq!(c.inspect(&name).await.unwrap().waiters, vec![dead.to_owned()], "the dead waiter's place stays");
+    let b = Client::connect(&url()).await.unwrap();
+    let second = tokio::spawn({
+        let name = name.clone();
+        async move { b.fair_lock(&name).acquire().await.map(|g| g.token()) }
+    });
+    let first = g.token();
+    g.release().await.unwrap();
+    let t =
+        bounded("second waiter granted past the dead place", Duration::from_secs(6), second).await.unwrap().unwrap();
+    assert!(t > first);
+
+    let rw = unique("zk-vanished-rw");
+    let r = c.rw_lock(&rw).read().await.unwrap();
+    let data = format!(r#"{{"holder":"{dead}:write","count":0,"lease_ms":2000}}"#);
+    z.create(&format!("/{rw}/_c_{}-__WRIT__", protected_id(&format!("{dead}:write"))), data.as_bytes(), &opts)
+        .await
+        .unwrap();
+    assert!(c.rw_lock(&rw).try_read().await.unwrap().is_none(), "a queued writer holds new readers back");
+    let t0 = Instant::now();
+    let g = bounded("read after the dead writer's place lapsed", Duration::from_secs(6), c.rw_lock(&rw).read())
+        .await
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_millis(3500), "{:?}", t0.elapsed());
+    g.release().await.unwrap();
+    r.release().await.unwrap();
+}

@@ -77,8 +77,8 @@ impl Zk {
         turn.lock_owned().await
     }
 
-    fn sub(&self, target: Target) -> Box<dyn Subscription> {
-        Box::new(ZkSub { conn: self.conn.clone(), target })
+    async fn sub(&self, target: Target) -> Result<Box<dyn Subscription>> {
+        Ok(Box::new(ZkSub::new(self.conn.clone(), target).await?))
     }
 }
 
@@ -145,14 +145,14 @@ impl Store for Zk {
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-        Ok(match key.family {
+        match key.family {
             Family::Lock | Family::RwLock => {
                 let kind = if key.family == Family::Lock { Kind::Lock } else { Kind::Write };
-                self.sub(Target::Queue { q: Self::queue(key)?, kind, holder: None, writer: None })
+                self.sub(Target::Queue { q: Self::queue(key)?, kind, holder: None, writer: None }).await
             }
-            Family::Semaphore => self.sub(Target::Children(Self::leases(key)?)),
-            Family::Latch => self.sub(Target::Data(Self::latch(key)?)),
-        })
+            Family::Semaphore => self.sub(Target::Children(Self::leases(key)?)).await,
+            Family::Latch => self.sub(Target::Data(Self::latch(key)?)).await,
+        }
     }
 
     async fn subscribe_for(&self, key: &Key, req: &Request) -> Result<Box<dyn Subscription>> {
@@ -164,7 +164,7 @@ impl Store for Zk {
                     Mode::Read { writer } => Some(writer.clone()),
                     _ => None,
                 };
-                Ok(self.sub(Target::Queue { q, kind, holder: Some(req.holder.clone()), writer }))
+                self.sub(Target::Queue { q, kind, holder: Some(req.holder.clone()), writer }).await
             }
             _ => self.subscribe(key).await,
         }
@@ -193,8 +193,10 @@ impl Store for Zk {
             }
         };
         let now = conn.server_now();
+        // An expired holder holds nothing; an expired waiter's node stays in the queue
+        // until the next attempt deletes it, and is reported until then.
         let es: Vec<Entry> =
-            entries::read(conn, &c, &dir, kinds).await?.into_iter().filter(|e| !e.expired(now)).collect();
+            entries::read(conn, &c, &dir, kinds).await?.into_iter().filter(|e| !(e.expired(now) && e.held())).collect();
         let left = |e: &Entry| e.left_ms(now).map(|l| Duration::from_millis(u64::try_from(l.max(0)).unwrap_or(0)));
         for (i, e) in es.iter().enumerate() {
             let mode = match e.node.kind {

@@ -20,6 +20,16 @@ use crate::state::{Attempt, Mode, Released, Request, read_holder_of};
 /// How many times one step re-reads after losing a race before giving up.
 const RACES: usize = 32;
 
+/// The shortest a queue place lasts (ms), whatever the queue ttl: a place is refreshed by
+/// its waiter's attempts, and a shorter one would lapse under a pause of a loaded process
+/// (etcd's leases have a floor of the same kind).
+const MIN_PLACE_MS: u64 = 2000;
+
+/// How long `req`'s queue place lasts unrefreshed.
+fn place_ms(req: &Request) -> u64 {
+    req.queue_ttl_ms.max(MIN_PLACE_MS)
+}
+
 fn raced(conn: &Conn) -> Error {
     Error::backend(format!("{}: too many conflicting updates of one lock queue in a row", conn.cfg.store))
 }
@@ -98,7 +108,7 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
             let data = Data {
                 holder: req.holder.clone(),
                 count: u32::from(free),
-                lease_ms: if free { req.lease_ms } else { req.queue_ttl_ms },
+                lease_ms: if free { req.lease_ms } else { place_ms(req) },
             };
             let stat = entries::create(conn, &c, &q.dir, kind, &data).await?;
             created = Some(stat.czxid);
@@ -139,10 +149,10 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
             return Ok(Attempt::Busy { retry_ms: retry });
         }
         // Waiting: a queue place, refreshed when a third of its ttl has gone.
-        let stale =
-            e.left_ms(conn.server_now()).is_none_or(|l| l < i64::try_from(req.queue_ttl_ms * 2 / 3).unwrap_or(0));
-        if d.count > 0 || stale || d.lease_ms != req.queue_ttl_ms {
-            let nd = Data { count: 0, lease_ms: req.queue_ttl_ms, ..d };
+        let place = place_ms(req);
+        let stale = e.left_ms(conn.server_now()).is_none_or(|l| l < i64::try_from(place * 2 / 3).unwrap_or(0));
+        if d.count > 0 || stale || d.lease_ms != place {
+            let nd = Data { count: 0, lease_ms: place, ..d };
             match conn.bounded(c.set_data(&path, &nd.bytes(), Some(e.stat.version))).await {
                 Ok(stat) => conn.saw_mtime(stat.mtime),
                 Err(zk::Error::BadVersion | zk::Error::NoNode) => continue,

@@ -31,22 +31,56 @@ pub(crate) enum Target {
 }
 
 pub(crate) struct ZkSub {
-    pub(crate) conn: Arc<Conn>,
-    pub(crate) target: Target,
+    conn: Arc<Conn>,
+    target: Target,
+    /// For a directory or a node: the zxid of its last change as last seen (`pzxid` of the
+    /// children, `mzxid` of the data; 0 when absent), so a change between the subscription
+    /// and the wait is not missed.
+    seen: i64,
 }
 
 /// A wait that sets no watch: returns at once, so the engine attempts again.
 const NOW: Option<zk::OneshotWatcher> = None;
 
+/// What `target` was last changed by (see [`ZkSub::seen`]).
+fn zxid_of(target: &Target, stat: Option<&zk::Stat>) -> i64 {
+    match (target, stat) {
+        (Target::Children(_), Some(s)) => s.pzxid,
+        (_, Some(s)) => s.mzxid,
+        (_, None) => 0,
+    }
+}
+
 impl ZkSub {
+    /// A subscription on `target`, remembering its state now.
+    pub(crate) async fn new(conn: Arc<Conn>, target: Target) -> Result<ZkSub> {
+        let seen = match &target {
+            Target::Queue { .. } => 0,
+            Target::Children(p) | Target::Data(p) => {
+                let c = conn.client().await?;
+                let stat = conn.bounded(c.check_stat(p)).await.map_err(|e| conn.err("watch", e))?;
+                zxid_of(&target, stat.as_ref())
+            }
+        };
+        Ok(ZkSub { conn, target, seen })
+    }
+
+    /// Whether the target changed since last seen (and remembers the change).
+    fn moved(&mut self, stat: Option<&zk::Stat>) -> bool {
+        let z = zxid_of(&self.target, stat);
+        let moved = z != self.seen;
+        self.seen = z;
+        moved
+    }
+
     /// Sets the watch; `None` when what it would watch is already gone. Also when the
     /// watched node's lease ends.
-    async fn arm(&self) -> Result<(Option<zk::OneshotWatcher>, Option<Duration>)> {
+    async fn arm(&mut self) -> Result<(Option<zk::OneshotWatcher>, Option<Duration>)> {
         let c = self.conn.client().await?;
-        let conn = &*self.conn;
+        let conn = self.conn.clone();
         match &self.target {
             Target::Queue { q, kind, holder, writer } => {
-                let es = entries::read(conn, &c, &q.dir, q.kinds).await?;
+                let es = entries::read(&conn, &c, &q.dir, q.kinds).await?;
                 let i = holder
                     .as_deref()
                     .and_then(|h| es.iter().position(|e| e.node.kind == *kind && e.is(h)))
@@ -67,16 +101,25 @@ impl ZkSub {
                     Err(e) => Err(conn.err("watch", e)),
                 }
             }
-            Target::Children(dir) => match conn.bounded(c.get_and_watch_children(dir)).await {
-                Ok((_, _, w)) => Ok((Some(w), None)),
-                // Nothing there yet: poll at the engine's pace.
-                Err(zk::Error::NoNode) => Ok((None, Some(Duration::from_millis(200)))),
-                Err(e) => Err(conn.err("watch", e)),
-            },
-            Target::Data(p) => match conn.bounded(c.check_and_watch_stat(p)).await {
-                Ok((_, w)) => Ok((Some(w), None)),
-                Err(e) => Err(conn.err("watch", e)),
-            },
+            Target::Children(dir) => {
+                let dir = dir.clone();
+                match self.conn.bounded(c.get_and_watch_children(&dir)).await {
+                    Ok((_, stat, w)) if !self.moved(Some(&stat)) => Ok((Some(w), None)),
+                    Ok(_) => Ok((NOW, None)),
+                    // Nothing there yet: poll at the engine's pace.
+                    Err(zk::Error::NoNode) if !self.moved(None) => Ok((None, Some(Duration::from_millis(200)))),
+                    Err(zk::Error::NoNode) => Ok((NOW, None)),
+                    Err(e) => Err(self.conn.err("watch", e)),
+                }
+            }
+            Target::Data(p) => {
+                let p = p.clone();
+                match self.conn.bounded(c.check_and_watch_stat(&p)).await {
+                    Ok((stat, w)) if !self.moved(stat.as_ref()) => Ok((Some(w), None)),
+                    Ok(_) => Ok((NOW, None)),
+                    Err(e) => Err(self.conn.err("watch", e)),
+                }
+            }
         }
     }
 }

@@ -84,6 +84,12 @@ impl Client {
         CountDownLatch::new(self.inner.count_down_latch(&name))
     }
 
+    /// Fenced writes on this client's store.
+    #[napi(catch_unwind)]
+    pub fn fence(&self) -> crate::fence::Fence {
+        crate::fence::Fence::new(self.inner.fence())
+    }
+
     /// A multi-lock over `names`.
     #[napi(catch_unwind)]
     pub fn multi_lock(&self, names: Vec<String>) -> MultiLock {

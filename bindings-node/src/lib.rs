@@ -15,6 +15,7 @@ mod convert;
 pub mod errors;
 #[cfg(feature = "fast")]
 mod fast;
+pub mod fence;
 mod guard;
 pub mod hooks;
 mod inspect;

@@ -2,6 +2,7 @@
 
 import { call, callSync, opts, reqNum, str } from './call.js';
 import { invalid } from './errors.js';
+import { Fence } from './fence.js';
 import { inspection } from './inspect.js';
 import { CountDownLatch } from './latch.js';
 import { FairLock, Lock, RwLock } from './lock.js';
@@ -97,6 +98,11 @@ export class Client implements AsyncDisposable {
   /** A count-down latch handle. */
   countDownLatch(name: string): CountDownLatch {
     return CountDownLatch._wrap(callSync(() => this.#native.countDownLatch(str(name, 'name'))));
+  }
+
+  /** Fenced writes on this client's store (see `Fence`). */
+  fence(): Fence {
+    return Fence._wrap(callSync(() => this.#native.fence()));
   }
 
   /** A multi-lock over `names` on this store (all-or-nothing). */

@@ -8,6 +8,8 @@ export { Client, connect } from './client.js';
 export { BatonError, errorCodes } from './errors.js';
 export type { BatonErrorCode } from './errors.js';
 export { Guard, LockGuard, MultiGuard, Permit } from './guard.js';
+export { Fence, fencedUpdate } from './fence.js';
+export type { Fenced } from './fence.js';
 export { CountDownLatch } from './latch.js';
 export { FairLock, Lock, RwLock } from './lock.js';
 export { MultiLock } from './multi.js';

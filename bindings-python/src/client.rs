@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::convert;
+use crate::fence::{AsyncFence, Fence};
 use crate::inspect::Inspection;
 use crate::latch::{AsyncCountDownLatch, CountDownLatch};
 use crate::lock::{AsyncFairLock, AsyncLock, FairLock, Lock};
@@ -19,7 +20,7 @@ macro_rules! client_class {
     (
         $(#[$meta:meta])* $Client:ident, $run:path, $run_detached:path,
         $Lock:ident, $FairLock:ident, $RwLock:ident, $Semaphore:ident,
-        $PermitSemaphore:ident, $Latch:ident, $MultiLock:ident,
+        $PermitSemaphore:ident, $Latch:ident, $MultiLock:ident, $Fence:ident,
         { $($own:tt)* }
     ) => {
         $(#[$meta])*
@@ -132,6 +133,12 @@ macro_rules! client_class {
                 Ok($MultiLock::new(py, baton::MultiLock::new(locks), timeout))
             }
 
+            /// Fenced writes on this client's store: the store refuses a write whose
+            /// token is below one it has seen for the key.
+            fn fence(&self) -> $Fence {
+                $Fence::new(self.core.fence())
+            }
+
             /// Holder, hold count, lease left and last token of the lock `name`.
             fn inspect<'py>(&self, py: Python<'py>, name: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
                 let name = convert::name(&name)?;
@@ -178,7 +185,7 @@ client_class!(
     /// A connection to one store (blocking API). Thread-safe: share one client between
     /// threads. A context manager that closes the client on exit.
     Client, runtime::wait_py, wait_detached_py,
-    Lock, FairLock, RwLock, Semaphore, PermitSemaphore, CountDownLatch, MultiLock,
+    Lock, FairLock, RwLock, Semaphore, PermitSemaphore, CountDownLatch, MultiLock, Fence,
     {
         fn __enter__(slf: Py<Self>) -> Py<Self> {
             slf
@@ -196,7 +203,7 @@ client_class!(
     /// awaitables. An async context manager that closes the client on exit.
     AsyncClient, runtime::awaitable, runtime::awaitable_detached,
     AsyncLock, AsyncFairLock, AsyncRwLock, AsyncSemaphore, AsyncPermitSemaphore,
-    AsyncCountDownLatch, AsyncMultiLock,
+    AsyncCountDownLatch, AsyncMultiLock, AsyncFence,
     {
         fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
             runtime::awaitable(py, async move { Ok(slf) })

@@ -10,6 +10,7 @@ mod client;
 mod convert;
 mod enter;
 mod errors;
+mod fence;
 mod guard;
 mod inspect;
 mod latch;
@@ -31,6 +32,7 @@ fn _baton(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.py().import("atexit")?.call_method1("register", (close_gate,))?;
     m.add_function(wrap_pyfunction!(client::connect, m)?)?;
     m.add_function(wrap_pyfunction!(client::connect_async, m)?)?;
+    m.add_function(wrap_pyfunction!(fence::fenced_update, m)?)?;
     m.add_function(wrap_pyfunction!(errors::raise, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_kinds, m)?)?;
     m.add_class::<client::Client>()?;
@@ -47,6 +49,8 @@ fn _baton(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<semaphore::AsyncPermit>()?;
     m.add_class::<permits::PermitSemaphore>()?;
     m.add_class::<permits::AsyncPermitSemaphore>()?;
+    m.add_class::<fence::Fence>()?;
+    m.add_class::<fence::AsyncFence>()?;
     m.add_class::<latch::CountDownLatch>()?;
     m.add_class::<latch::AsyncCountDownLatch>()?;
     m.add_class::<multi::MultiLock>()?;

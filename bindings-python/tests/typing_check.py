@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import baton
 
@@ -82,6 +82,16 @@ def blocking(url: str) -> List[int]:
             maybe_m.release()
         assert multi.acquire(timeout=1.0).tokens
         assert c.inspect("t/lock").name
+
+        fence: baton.Fence = c.fence()
+        try:
+            written: bool = fence.write("t/fenced", "v", tokens[0])
+            got: Optional[Tuple[str, int]] = fence.read("t/fenced")
+            assert written and got is not None and got[1] == tokens[0]
+        except baton.Unsupported:
+            pass  # a store without fenced writes (redlock://)
+        sql: str = baton.fenced_update("UPDATE t SET a = 1", tokens[0])
+        assert "fence" in sql
     return tokens
 
 
@@ -153,6 +163,14 @@ async def asynchronous(url: str) -> List[int]:
         if maybe_m is not None:
             await maybe_m.release()
         assert (await c.inspect("a/lock")).name and c.id and c.url and not c.closed
+
+        fence: baton.AsyncFence = c.fence()
+        try:
+            written: bool = await fence.write("a/fenced", "v", tokens[0])
+            got: Optional[Tuple[str, int]] = await fence.read("a/fenced")
+            assert written and got is not None
+        except baton.Unsupported:
+            pass
     return tokens
 
 

@@ -229,6 +229,12 @@ fn demo_oversells_without_the_lock_and_not_with_it() {
     let tokens: Vec<u64> = locked["sales"].as_array().unwrap().iter().map(|s| s["token"].as_u64().unwrap()).collect();
     assert_eq!(tokens.len(), 12);
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "every grant has its own, growing token: {tokens:?}");
+    // The locked round sold from the store's fenced stock; round 3's paused buyer was refused.
+    assert_eq!(locked["stock_in"], "fenced", "{locked}");
+    let paused = &report["paused"];
+    assert_eq!(paused["refused"], true, "{paused}");
+    assert!(paused["next_token"].as_u64().unwrap() > paused["paused_token"].as_u64().unwrap(), "{paused}");
+    assert_eq!(paused["final_stock"], 2, "only the later buyer's sale counts: {paused}");
 
     let out = run_to_end(baton().args(["demo", "--url", "memory://"]), Duration::from_secs(30), "demo");
     assert_eq!(out.status.code(), Some(64));

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::CountDownLatch;
 use crate::engine::Ctx;
 use crate::error::Result;
+use crate::fence::Fence;
 use crate::inspect::Inspection;
 use crate::key::Family;
 use crate::lock::{FairLock, Lock, multi::MultiLock, rw::RwLock};
@@ -108,6 +109,12 @@ impl Client {
     /// A permit semaphore with options (lease, ttl).
     pub fn permit_semaphore_with(&self, name: &str, permits: u32, options: LockOptions) -> PermitSemaphore {
         PermitSemaphore::new(&self.ctx, name, permits, &options)
+    }
+
+    /// Fenced writes on this client's store: writes the store refuses once it has seen a
+    /// larger fencing token for the key (see [`Fence`]).
+    pub fn fence(&self) -> Fence {
+        Fence::new(self.ctx.clone())
     }
 
     /// A count-down latch handle.

@@ -37,6 +37,7 @@ mod client;
 pub mod duration;
 mod engine;
 mod error;
+mod fence;
 pub mod ffi;
 mod inspect;
 mod key;
@@ -56,6 +57,7 @@ mod url;
 
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
+pub use fence::{Fence, Fenced, fenced_update};
 pub use inspect::{Holder, Inspection};
 pub use latch::CountDownLatch;
 pub use lock::multi::{MultiGuard, MultiLock};

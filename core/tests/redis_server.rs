@@ -475,9 +475,9 @@ async fn sentinel_failover_keeps_working() {
 /// The asynchronous-replication hazard: a grant the replica never received (it is frozen
 /// with SIGSTOP and its link cut while the lock is taken) is gone after the failover. The holder's lost
 /// signal fires (its renewal finds nothing on the new master), another client is granted
-/// the same lock at once, and its fencing token is not above the lost grant's (the
-/// counter's `INCR` was lost too): tokens are monotonic only for writes the new master
-/// received. This is what the test shows; docs/redis-layout.md explains it.
+/// the same lock at once; the counter's last write was lost too, yet the new grant's
+/// token is above the lost one's: a token is never below the server's clock in µs
+/// (docs/redis-layout.md, "Fencing tokens").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_failover_loses_unreplicated_grant() {
     if !tools_present(&["redis-server"]) {
@@ -503,9 +503,46 @@ async fn sentinel_failover_loses_unreplicated_grant() {
     tokio::time::timeout(Duration::from_secs(15), g.lost()).await.expect("no lost signal for the lost grant");
     let other = Client::connect(&url).await.unwrap();
     let g2 = other.lock("x").try_acquire().await.unwrap().expect("the lost grant still blocks");
-    assert!(g2.token() <= lost_token, "token {} after the failover; the lost grant had {lost_token}", g2.token());
+    assert!(g2.token() > lost_token, "token {} after the failover; the lost grant had {lost_token}", g2.token());
     g2.release().await.unwrap();
     assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+}
+
+/// A server restarted without persistence loses every counter: tokens still grow, in every
+/// layout (the token rule: above the last one and at least the server's `TIME` in µs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_grow_through_a_restart_without_persistence() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let mut srv = OwnRedis::start_blocking();
+    let mut before = Vec::new();
+    for scheme in ["", "?scheme=simple"] {
+        let c = Client::connect(&format!("{}{scheme}", srv.url())).await.unwrap();
+        before.push(token_of_each_kind(&c).await);
+        c.close().await;
+    }
+    srv.restart_after(Duration::from_millis(200));
+    for (i, scheme) in ["", "?scheme=simple"].iter().enumerate() {
+        let c = Client::connect(&format!("{}{scheme}", srv.url())).await.unwrap();
+        let after = token_of_each_kind(&c).await;
+        for (b, a) in before[i].iter().zip(&after) {
+            assert!(a > b, "{scheme}: token {a} after the restart, {b} before");
+        }
+        c.close().await;
+    }
+}
+
+/// One fresh grant's token of a lock, a read-write lock and a semaphore.
+async fn token_of_each_kind(c: &Client) -> Vec<u64> {
+    let l = c.lock("tok/l").acquire().await.unwrap();
+    let w = c.rw_lock("tok/rw").write().await.unwrap();
+    let p = c.semaphore("tok/s", 2).acquire().await.unwrap();
+    let out = vec![l.token().get(), w.token().get(), p.token().get()];
+    l.release().await.unwrap();
+    w.release().await.unwrap();
+    p.release().await.unwrap();
+    out
 }
 
 /// `?scheme=simple` on a server that sends keyspace notifications

@@ -129,7 +129,7 @@ async fn tokens_grow_across_nodes_restarted_empty() {
     let g = c.lock(&name).acquire().await.unwrap();
     seen.push(g.token().get());
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "tokens not strictly increasing: {seen:?}");
-    // The write-back leaves the token on every node, the restarted ones included: at
+    // The write-back leaves the token (or more) on every node, the restarted ones included: at
     // once on those that answered within the quorum, in the background on the others
     // (bound: 5 s for a step limited to 500 ms per node).
     let counter = |n: &OwnRedis| -> Option<u64> {
@@ -137,9 +137,11 @@ async fn tokens_grow_across_nodes_restarted_empty() {
     };
     let token = g.token().get();
     for (i, n) in nodes.iter().enumerate() {
-        eventually(&format!("node {i}'s counter at {token}"), Duration::from_secs(5), || {
+        // At least the token: a node that answered after the quorum set its counter from
+        // its own clock, which the write-back (a max-register) does not lower.
+        eventually(&format!("node {i}'s counter at {token} or above"), Duration::from_secs(5), || {
             let c = counter(n);
-            async move { c == Some(token) }
+            async move { c.is_some_and(|c| c >= token) }
         })
         .await;
     }

@@ -63,6 +63,11 @@ impl Client {
         CountDownLatch::new(self.inner.count_down_latch(&name))
     }
 
+    /// Fenced writes on this client's store.
+    pub fn fence(&self) -> crate::fence::Fence {
+        crate::fence::Fence::new(self.inner.fence())
+    }
+
     /// A multi-lock over `names`.
     #[wasm_bindgen(js_name = multiLock)]
     pub fn multi_lock(&self, names: Vec<String>) -> MultiLock {

@@ -3,7 +3,7 @@
 use js_sys::{Array, BigInt, Object, Reflect};
 use wasm_bindgen::JsValue;
 
-fn object(fields: &[(&str, JsValue)]) -> JsValue {
+pub(crate) fn object(fields: &[(&str, JsValue)]) -> JsValue {
     let o = Object::new();
     for (k, v) in fields {
         // Setting a property on a fresh plain object cannot fail.

@@ -16,6 +16,7 @@
 pub mod call;
 pub mod client;
 mod convert;
+pub mod fence;
 mod guard;
 pub mod hooks;
 mod inspect;

@@ -7,6 +7,7 @@ import {
   Client,
   CountDownLatch,
   FairLock,
+  Fence,
   Guard,
   Lock,
   LockGuard,
@@ -18,8 +19,10 @@ import {
   Semaphore,
   connect,
   errorCodes,
+  fencedUpdate,
   type AcquireOptions,
   type BatonErrorCode,
+  type Fenced,
   type Holder,
   type Inspection,
   type LockOptions,
@@ -84,6 +87,12 @@ export async function sample(url: string): Promise<void> {
   const none: Permit | null = await psem.tryAcquire();
   const pfree: number = await psem.available();
 
+  const fence: Fence = client.fence();
+  const wrote: boolean = await fence.write('stock', '4', permit.token);
+  const fenced: Fenced | null = await fence.read('stock');
+  const changed: number = await fence.execute('UPDATE stock SET n = n - 1', 7n);
+  const guarded: string = fencedUpdate('UPDATE stock SET n = n - 1 WHERE item = ?', 7);
+
   const latch: CountDownLatch = client.countDownLatch('boot');
   const set: boolean = await latch.trySetCount(3);
   const left: number = await latch.countDown();
@@ -141,6 +150,7 @@ export async function sample(url: string): Promise<void> {
   await client[Symbol.asyncDispose]();
   void [id, redacted, closed, name, owner, token, flags, n, disposable, fairAsLock, counts, free, none, pfree];
   void [set, left, count, names, tokens, maybeAll, last, lockInfo, semInfo, pInfo, kinds, left2, made];
+  void [wrote, fenced, changed, guarded];
 }
 
 // Wrong uses the typings must reject.

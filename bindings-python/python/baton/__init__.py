@@ -33,6 +33,7 @@ from baton._baton import (
     Acquiring,
     AsyncClient,
     AsyncCountDownLatch,
+    AsyncFence,
     AsyncFairLock,
     AsyncLock,
     AsyncLockGuard,
@@ -46,6 +47,7 @@ from baton._baton import (
     Client,
     CountDownLatch,
     FairLock,
+    Fence,
     Holder,
     Inspection,
     Lock,
@@ -60,12 +62,14 @@ from baton._baton import (
     __version__,
     connect,
     connect_async,
+    fenced_update,
 )
 
 __all__ = [
     "__version__",
     "connect",
     "connect_async",
+    "fenced_update",
     # blocking API
     "Client",
     "Lock",
@@ -77,6 +81,7 @@ __all__ = [
     "Permit",
     "PermitSemaphore",
     "CountDownLatch",
+    "Fence",
     "MultiLock",
     "MultiGuard",
     "Inspection",
@@ -92,6 +97,7 @@ __all__ = [
     "AsyncPermit",
     "AsyncPermitSemaphore",
     "AsyncCountDownLatch",
+    "AsyncFence",
     "AsyncMultiLock",
     "AsyncMultiGuard",
     "Acquiring",

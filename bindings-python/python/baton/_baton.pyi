@@ -1,7 +1,7 @@
 """Stubs of the native module ``baton._baton`` (hand-written; checked by mypy.stubtest)."""
 
 from types import TracebackType
-from typing import Any, Awaitable, Generator, Generic, List, Optional, Sequence, Type, TypeVar, Union, final
+from typing import Any, Awaitable, Generator, Generic, List, Optional, Sequence, Tuple, Type, TypeVar, Union, final
 
 from typing_extensions import Self
 
@@ -9,6 +9,7 @@ __all__ = [
     "__version__",
     "connect",
     "connect_async",
+    "fenced_update",
     "_raise",
     "_error_kinds",
     "Client",
@@ -27,6 +28,8 @@ __all__ = [
     "AsyncPermitSemaphore",
     "CountDownLatch",
     "AsyncCountDownLatch",
+    "Fence",
+    "AsyncFence",
     "MultiLock",
     "AsyncMultiLock",
     "MultiGuard",
@@ -51,6 +54,10 @@ def connect(url: str) -> Client:
 
 def connect_async(url: str) -> Awaitable[AsyncClient]:
     """Connects to the store ``url`` names; resolves to an ``AsyncClient``."""
+
+def fenced_update(statement: str, token: int) -> str:
+    """``statement`` (one SQL UPDATE) guarded by ``token``: ``fence = token`` in its SET list,
+    ``fence <= token`` in its WHERE clause."""
 
 def _raise(kind: str) -> None:
     """Raises the exception of the error kind named ``kind`` (test hook)."""
@@ -353,6 +360,25 @@ class AsyncPermitSemaphore:
     def available(self) -> Awaitable[int]: ...
     def inspect(self) -> Awaitable[Inspection]: ...
 
+# ── fenced writes ─────────────────────────────────────────────────────────────
+
+@final
+class Fence:
+    """Fenced writes on the client's store: a write with a token below one the store has
+    seen for the key is refused."""
+
+    def write(self, key: str, value: str, token: int) -> bool: ...
+    def read(self, key: str) -> Optional[Tuple[str, int]]: ...
+    def execute(self, statement: str, token: int) -> int: ...
+
+@final
+class AsyncFence:
+    """The asyncio form of ``Fence``."""
+
+    def write(self, key: str, value: str, token: int) -> Awaitable[bool]: ...
+    def read(self, key: str) -> Awaitable[Optional[Tuple[str, int]]]: ...
+    def execute(self, statement: str, token: int) -> Awaitable[int]: ...
+
 # ── latch, multi-lock ─────────────────────────────────────────────────────────
 
 @final
@@ -449,6 +475,7 @@ class Client:
         self, name: str, permits: int, *, ttl: Optional[_Seconds] = None, lease: Optional[_Seconds] = None
     ) -> PermitSemaphore: ...
     def count_down_latch(self, name: str) -> CountDownLatch: ...
+    def fence(self) -> Fence: ...
     def multi_lock(
         self,
         names: Sequence[str],
@@ -505,6 +532,7 @@ class AsyncClient:
         self, name: str, permits: int, *, ttl: Optional[_Seconds] = None, lease: Optional[_Seconds] = None
     ) -> AsyncPermitSemaphore: ...
     def count_down_latch(self, name: str) -> AsyncCountDownLatch: ...
+    def fence(self) -> AsyncFence: ...
     def multi_lock(
         self,
         names: Sequence[str],

@@ -1,6 +1,8 @@
 //! `baton demo`: a flash sale, the classic oversell race. Buyers in separate processes check the
 //! stock, think for a moment, and write back stock − 1: a read-modify-write that
-//! oversells without a lock and sells exactly the stock with one.
+//! oversells without a lock and sells exactly the stock with one. With the lock, the stock
+//! lives in the store as a fenced value (`Client::fence`) where the store has them, and a
+//! last round shows a buyer paused past its lease being refused by the store.
 
 use std::io::BufRead;
 use std::os::unix::fs::FileExt;
@@ -8,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use baton::Client;
+use baton::{Client, ErrorKind, Fence, LockOptions};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
@@ -24,6 +26,10 @@ const LOCK_NAME: &str = "demo/flash-sale";
 const THINK: Duration = Duration::from_millis(80);
 /// Upper bound on one round, so that a stuck buyer cannot hang the demo.
 const ROUND_LIMIT: Duration = Duration::from_secs(60);
+/// The fenced value the locked buyers sell from (where the store has fenced writes).
+const STOCK_KEY: &str = "demo/flash-sale-stock";
+/// The lease of the paused buyer of the last round (etcd's shortest lease is 2 s).
+const PAUSED_LEASE: Duration = Duration::from_secs(2);
 
 /// The flash-sale oversell demo: buyers race for the last items, without and with a lock
 ///
@@ -31,7 +37,11 @@ const ROUND_LIMIT: Duration = Duration::from_secs(60);
 /// reads the stock from a shared file, waits a moment, and writes back stock − 1 (a
 /// non-atomic read-modify-write). Round 1 uses no lock and oversells; round 2 takes the
 /// baton lock `demo/flash-sale` around the same steps and sells exactly STOCK items, each
-/// sale carrying a larger fencing token than the one before.
+/// sale carrying a larger fencing token than the one before. In round 2 the stock is a
+/// fenced value in the store itself (`demo/flash-sale-stock`: every write carries the
+/// buyer's token, and the store refuses a token below one it has seen), where the store
+/// has fenced writes (Redis, etcd, SQL); round 3 then pauses a buyer past its lease while
+/// another buys, and shows the store refusing the paused buyer's late write.
 ///
 /// The store must be visible to every buyer process: the default embedded SQLite file or
 /// any server URL. memory:// lives inside one process, so it is refused.
@@ -59,13 +69,16 @@ pub(crate) struct BuyerArgs {
     /// Take the lock around the read-modify-write.
     #[arg(long)]
     lock: bool,
+    /// Sell from the store's fenced stock value instead of the file.
+    #[arg(long)]
+    fenced: bool,
 }
 
 /// What a buyer reports (one JSON line on stdout).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Sale {
     buyer: u32,
-    /// `sold` or `sold out`.
+    /// `sold`, `sold out`, or `refused` (the store refused the write: a later token wrote).
     result: String,
     /// The stock the buyer read (the item number it sold, when it sold).
     seen: i64,
@@ -83,8 +96,21 @@ struct Round {
     /// Sales of an item number someone else had sold already.
     duplicate_sales: u32,
     final_stock: i64,
+    /// Where the stock lived: `file` or `fenced` (a fenced value in the store).
+    stock_in: &'static str,
     elapsed_ms: f64,
     sales: Vec<Sale>,
+}
+
+/// Round 3: a buyer paused past its lease writes late.
+#[derive(Debug, Serialize)]
+struct Paused {
+    /// The paused buyer's token, and the token of the buyer that took over.
+    paused_token: u64,
+    next_token: u64,
+    /// Whether the store refused the paused buyer's write (it must).
+    refused: bool,
+    final_stock: i64,
 }
 
 #[derive(Serialize)]
@@ -92,6 +118,8 @@ struct Report {
     url: String,
     lock_name: &'static str,
     rounds: Vec<Round>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paused: Option<Paused>,
 }
 
 pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result<u8, Failure> {
@@ -106,7 +134,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     // reports a bad URL once instead of once per buyer.
     let client = Client::connect(&store.url).await?;
     let url = client.url();
-    client.close().await;
+    let fenced = has_fence(&client).await?;
 
     let dir = std::env::temp_dir().join(format!("baton-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| io_failure(&dir, &e))?;
@@ -125,7 +153,11 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
             let how = if lock { format!("with the baton lock `{LOCK_NAME}`") } else { "no lock".to_owned() };
             println!("round {n}: {} buyers race for {} items, {how}", args.buyers, args.stock);
         }
-        match round(n, lock, &args, &store.url, &stock_file).await {
+        let fenced = lock && fenced;
+        if fenced {
+            reset_fenced_stock(&client, args.stock).await?;
+        }
+        match round(n, lock, fenced, &args, &store.url, &stock_file).await {
             Ok(r) => {
                 if !args.json {
                     print!("{}", render(&r));
@@ -140,15 +172,80 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     }
     let _ = std::fs::remove_dir_all(&dir);
     result?;
+    let paused = if fenced { Some(paused_round(&client, &args, &store.url).await?) } else { None };
+    client.close().await;
     if args.json {
-        output::print_json(&Report { url, lock_name: LOCK_NAME, rounds })?;
-    } else if rounds[1].oversold > 0 {
+        output::print_json(&Report { url, lock_name: LOCK_NAME, rounds, paused })?;
+        return Ok(0);
+    }
+    if let Some(p) = &paused {
+        println!(
+            "round 3: a buyer holding token {} pauses past its {}s lease; a buyer with token {} takes the lock and sells\n  \
+             => the paused buyer's late write with token {} was {} by the store; the stock says {}\n",
+            p.paused_token,
+            PAUSED_LEASE.as_secs(),
+            p.next_token,
+            p.paused_token,
+            if p.refused { "REFUSED" } else { "TAKEN (fencing failed)" },
+            p.final_stock
+        );
+    }
+    if rounds[1].oversold > 0 {
         return Err(Failure::new(exit::SOFTWARE, "the locked round oversold: the lock did not exclude"));
+    }
+    if paused.is_some_and(|p| !p.refused) {
+        return Err(Failure::new(exit::SOFTWARE, "the store took a paused holder's stale write"));
     }
     Ok(0)
 }
 
-async fn round(n: u32, lock: bool, args: &Args, url: &str, stock_file: &Path) -> Result<Round, Failure> {
+/// Whether the store has fenced writes (it then holds the locked round's stock).
+async fn has_fence(client: &Client) -> Result<bool, Failure> {
+    match client.fence().read(STOCK_KEY).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::Unsupported => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Puts `stock` in the fenced value, with a token above every earlier one: a fresh grant's.
+async fn reset_fenced_stock(client: &Client, stock: u32) -> Result<(), Failure> {
+    let guard = client.lock(LOCK_NAME).acquire_timeout(Duration::from_secs(30)).await?;
+    client.fence().write(STOCK_KEY, &stock.to_string(), guard.token()).await?;
+    guard.release().await?;
+    Ok(())
+}
+
+/// Round 3: one buyer takes the lock with a short lease, reads the stock and stops (a GC
+/// pause, a SIGSTOP); its lease runs out, another buyer takes the lock and sells; then the
+/// paused buyer wakes and writes back what it computed, with its old token.
+async fn paused_round(client: &Client, args: &Args, url: &str) -> Result<Paused, Failure> {
+    reset_fenced_stock(client, args.stock).await?;
+    let fence = client.fence();
+    let paused = client.lock_with(LOCK_NAME, LockOptions::new().ttl(PAUSED_LEASE)).acquire().await?;
+    let seen = fenced_stock(&fence).await?;
+    // The other buyer: its own connection, as another process would have.
+    let other = Client::connect(url).await?;
+    let next = other.lock(LOCK_NAME).acquire_timeout(Duration::from_secs(30)).await?;
+    let theirs = fenced_stock(&other.fence()).await?;
+    other.fence().write(STOCK_KEY, &(theirs - 1).to_string(), next.token()).await?;
+    let next_token = next.token().get();
+    next.release().await?;
+    other.close().await;
+    let taken = fence.write(STOCK_KEY, &(seen - 1).to_string(), paused.token()).await?;
+    let paused_token = paused.token().get();
+    let _ = paused.release().await; // lost long ago
+    Ok(Paused { paused_token, next_token, refused: !taken, final_stock: fenced_stock(&fence).await? })
+}
+
+async fn fenced_stock(fence: &Fence) -> Result<i64, Failure> {
+    let v = fence.read(STOCK_KEY).await?.ok_or_else(|| Failure::new(exit::SOFTWARE, "the fenced stock is gone"))?;
+    v.value
+        .parse()
+        .map_err(|_| Failure::new(exit::SOFTWARE, format!("the fenced stock is not a number: {:?}", v.value)))
+}
+
+async fn round(n: u32, lock: bool, fenced: bool, args: &Args, url: &str, stock_file: &Path) -> Result<Round, Failure> {
     write_stock(stock_file, i64::from(args.stock))?;
     let exe = std::env::current_exe()
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot find baton's own path: {e}")))?;
@@ -158,6 +255,9 @@ async fn round(n: u32, lock: bool, args: &Args, url: &str, stock_file: &Path) ->
         cmd.arg("demo-buyer").arg("--url").arg(url).arg("--id").arg(id.to_string()).arg("--stock-file").arg(stock_file);
         if lock {
             cmd.arg("--lock");
+        }
+        if fenced {
+            cmd.arg("--fenced");
         }
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start a buyer: {e}")))?;
@@ -183,7 +283,8 @@ async fn round(n: u32, lock: bool, args: &Args, url: &str, stock_file: &Path) ->
         sold,
         oversold: sold.saturating_sub(args.stock),
         duplicate_sales: sold - items.len() as u32,
-        final_stock: read_stock(stock_file)?,
+        final_stock: if fenced { final_fenced_stock(url).await? } else { read_stock(stock_file)? },
+        stock_in: if fenced { "fenced" } else { "file" },
         elapsed_ms: output::millis(elapsed),
         sales,
     })
@@ -247,11 +348,12 @@ fn render(r: &Round) -> String {
         "no oversell".to_owned()
     };
     format!(
-        "{}  => round {}: sold {} of {} in stock: {verdict}; the stock file says {} ({})\n\n",
+        "{}  => round {}: sold {} of {} in stock: {verdict}; the {} says {} ({})\n\n",
         t.render("  "),
         r.round,
         r.sold,
         r.stock,
+        if r.stock_in == "fenced" { "fenced stock in the store" } else { "stock file" },
         r.final_stock,
         output::human(Duration::from_secs_f64(r.elapsed_ms / 1e3)),
     )
@@ -276,11 +378,21 @@ pub(crate) async fn buyer(args: BuyerArgs, url: &str) -> Result<u8, Failure> {
         None => None,
     };
     // The flawed critical section: check, think, decrement.
-    let seen = read_stock(&args.stock_file)?;
+    let fence = client.as_ref().filter(|_| args.fenced).map(Client::fence);
+    let seen = match &fence {
+        Some(f) => fenced_stock(f).await?,
+        None => read_stock(&args.stock_file)?,
+    };
     let result = if seen > 0 {
         tokio::time::sleep(THINK).await;
-        write_stock(&args.stock_file, seen - 1)?;
-        "sold"
+        match (&fence, &guard) {
+            (Some(f), Some(g)) if !f.write(STOCK_KEY, &(seen - 1).to_string(), g.token()).await? => "refused",
+            (Some(_), _) => "sold",
+            _ => {
+                write_stock(&args.stock_file, seen - 1)?;
+                "sold"
+            }
+        }
     } else {
         "sold out"
     };
@@ -294,6 +406,13 @@ pub(crate) async fn buyer(args: BuyerArgs, url: &str) -> Result<u8, Failure> {
     let sale = Sale { buyer: args.id, result: result.to_owned(), seen, token };
     println!("{}", serde_json::to_string(&sale).unwrap_or_default());
     Ok(0)
+}
+
+async fn final_fenced_stock(url: &str) -> Result<i64, Failure> {
+    let client = Client::connect(url).await?;
+    let stock = fenced_stock(&client.fence()).await;
+    client.close().await;
+    stock
 }
 
 fn unix_nanos() -> u128 {

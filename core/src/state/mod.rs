@@ -24,8 +24,15 @@ pub(crate) fn frees(before: &KeyState, after: &KeyState) -> bool {
 
 use serde::{Deserialize, Serialize};
 
-/// Everything a store keeps for one `(family, name)`. The row is never deleted, so
-/// `fence` survives releases and restarts: tokens never go back.
+/// The fencing token of a fresh grant after `last`, at the store's time `now_ms`: above
+/// `last`, and at least the clock in µs, so that a lost counter (a key's state removed
+/// while it was free, a database restored from an older backup) still yields tokens above
+/// every earlier one, as long as the store's clock does not step back.
+pub(crate) fn next_token(last: u64, now_ms: u64) -> u64 {
+    last.saturating_add(1).max(now_ms.saturating_mul(1000))
+}
+
+/// Everything a store keeps for one `(family, name)`. `fence` is the last token handed out.
 #[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq)]
 pub(crate) struct KeyState {
     /// The last fencing token handed out for this key.

@@ -48,7 +48,7 @@ pub(crate) fn acquire(s: &mut KeyState, req: &Request, now: u64) -> Result<Attem
     };
     if free {
         s.queue.retain(|w| w.holder != req.holder);
-        s.fence += 1;
+        s.fence = super::next_token(s.fence, now);
         let count = match req.mode {
             Mode::Permits { count, .. } => count,
             _ => 1,

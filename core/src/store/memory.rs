@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use super::stateful::{Op, StateStore};
 use super::{Subscription, WatchSub};
 use crate::error::{Error, Result};
+use crate::fence::FenceOps;
 use crate::key::Key;
 use crate::state::KeyState;
 use crate::url::StoreUrl;
@@ -20,6 +21,8 @@ use crate::url::StoreUrl;
 #[derive(Debug, Default)]
 struct Shared {
     keys: Mutex<HashMap<Key, Entry>>,
+    /// `Client::fence`'s values: key → (value, token of its write).
+    fenced: Mutex<HashMap<String, (String, u64)>>,
 }
 
 #[derive(Debug)]
@@ -97,5 +100,25 @@ impl StateStore for Memory {
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         Ok(Box::new(WatchSub(self.with_entry(key, |e| e.version.subscribe()))))
+    }
+
+    fn fence(&self) -> Option<&dyn FenceOps> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl FenceOps for Memory {
+    async fn write(&self, key: &str, value: &str, token: u64) -> Result<bool> {
+        let mut fenced = self.shared.fenced.locked();
+        if fenced.get(key).is_some_and(|(_, seen)| *seen > token) {
+            return Ok(false);
+        }
+        fenced.insert(key.to_owned(), (value.to_owned(), token));
+        Ok(true)
+    }
+
+    async fn read(&self, key: &str) -> Result<Option<(String, u64)>> {
+        Ok(self.shared.fenced.locked().get(key).cloned())
     }
 }

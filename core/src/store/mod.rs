@@ -154,6 +154,12 @@ pub(crate) trait Store: Send + Sync + fmt::Debug + 'static {
     /// Closes connections; later calls may fail.
     async fn close(&self) {}
 
+    /// The store's fenced writes (`Client::fence`), where it can compare and write in one
+    /// atomic step.
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        None
+    }
+
     /// A connection the caller's event loop drives (`ffi::driven_link`); None where the
     /// store has none.
     #[cfg(feature = "driven-link")]

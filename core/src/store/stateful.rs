@@ -33,6 +33,11 @@ pub(crate) trait StateStore: Send + Sync + std::fmt::Debug + 'static {
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>>;
 
     async fn close(&self) {}
+
+    /// The store's fenced writes, where it has them.
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        None
+    }
 }
 
 fn lease_ms(d: Duration) -> u64 {
@@ -64,6 +69,10 @@ impl<S: StateStore> Store for S {
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         StateStore::subscribe(self, key).await
+    }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        StateStore::fence(self)
     }
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {

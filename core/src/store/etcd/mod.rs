@@ -20,6 +20,7 @@
 mod config;
 #[cfg(feature = "bench")]
 mod diagnostics;
+mod guarded;
 mod inspect;
 mod keyed;
 mod latch;
@@ -273,6 +274,10 @@ impl Store for Etcd {
     async fn close(&self) {
         self.local.sessions.close().await;
         self.t.close().await;
+    }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        Some(self)
     }
 }
 

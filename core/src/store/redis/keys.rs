@@ -30,6 +30,28 @@ pub(super) fn suffix_base(name: &str) -> String {
     tag(name).concat()
 }
 
+/// The prefixes of the keys a name owns besides its own (`prefix_name`).
+const OWNED_PREFIXES: [&str; 5] =
+    ["redisson_lock_token:", "redisson_lock_queue:", "redisson_lock_timeout:", "baton_rwlock_queue:", "baton_rwlock_timeout:"];
+
+/// Refuses a Redis name that is another name's key: a counter, queue, side hash or timeout
+/// key (`prefix_name`/`suffix_name` of some name), or, for a lock, another kind's
+/// `kind:` key (`typed`: the other kinds are namespaced). Taking one would break that
+/// name's primitive (a hash where its counter should be, say).
+pub(super) fn check_not_owned(n: &str, family: Family, typed: bool) -> Result<()> {
+    let suffixed =
+        n.contains('{') && (n.ends_with(":baton") || n.ends_with(":timeout") || n.contains(":rwlock_timeout:"));
+    let other_kind = typed
+        && family == Family::Lock
+        && [Family::RwLock, Family::Semaphore, Family::Latch].iter().any(|f| n.strip_prefix(f.as_str()).is_some_and(|r| r.starts_with(':')));
+    if suffixed || other_kind || OWNED_PREFIXES.iter().any(|p| n.starts_with(p)) {
+        return Err(Error::invalid_argument(format!(
+            "`{n}` is a key another name's primitive keeps on Redis (docs/redis-layout.md); choose another name"
+        )));
+    }
+    Ok(())
+}
+
 /// Redisson's fencing counter (`RFencedLock`); baton's token counter for every
 /// primitive of the name.
 pub(super) fn token_counter(name: &str) -> String {

@@ -55,7 +55,10 @@ impl Redis {
     }
 
     /// On a cluster, refuses a name whose keys would not share one slot.
+    /// Refuses names that are another name's internal key, and, on a cluster, names whose
+    /// keys would span slots.
     fn check_slot(&self, key: &Key) -> Result<()> {
+        keys::check_not_owned(&self.name(key), key.family, self.cfg.names != Names::Bare)?;
         match self.cfg.topology {
             Topology::Cluster { .. } => keys::check_cluster_safe(key, &self.name(key)),
             _ => Ok(()),
@@ -239,6 +242,10 @@ impl Store for Redis {
 
     async fn close(&self) {
         self.conn.close();
+    }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        Some(self)
     }
 }
 

@@ -3,6 +3,7 @@
 //! `crate::state`. Names are always bound as parameters, never interpolated.
 
 pub(crate) mod config;
+mod fence;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
 #[cfg(feature = "postgres")]

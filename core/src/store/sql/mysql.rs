@@ -194,4 +194,10 @@ impl StateStore for Mysql {
     async fn close(&self) {
         self.db.pool.close().await;
     }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        Some(self)
+    }
 }
+
+super::fence::sql_fence!(Mysql, super::fence::MYSQL, |s| s.db.pool, |e| s.db.err(e));

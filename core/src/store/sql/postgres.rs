@@ -169,4 +169,10 @@ impl StateStore for Postgres {
         }
         self.pool.close().await;
     }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        Some(self)
+    }
 }
+
+super::fence::sql_fence!(Postgres, super::fence::POSTGRES, |s| s.pool, |e| s.err(e));

@@ -170,7 +170,13 @@ impl StateStore for Sqlite {
     async fn close(&self) {
         self.db.pool.close().await;
     }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        Some(self)
+    }
 }
+
+super::fence::sql_fence!(Sqlite, super::fence::SQLITE, |s| s.db.pool, |e| s.db.err(e));
 
 #[cfg(test)]
 mod tests {

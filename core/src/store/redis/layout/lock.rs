@@ -26,7 +26,7 @@ use crate::store::redis::config::Clock;
 ///
 /// KEYS: hash, queue, timeouts, counter, meta.
 /// ARGV: holder, lease ms, `<fair 0/1><enqueue 0/1>:<queue ttl ms>:<clock>:<channel>`.
-pub(super) static ACQUIRE: Lua = lua!("lock_acquire_fast", "prelude", "lock_acquire");
+pub(super) static ACQUIRE: Lua = lua!("token", "lock_acquire_fast", "prelude", "lock_acquire");
 
 /// KEYS: hash, queue, timeouts, meta. ARGV: holder, count (0: all), channel, clock.
 /// The common release (no queue, no record) returns before the prelude is defined.

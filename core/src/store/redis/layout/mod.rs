@@ -14,6 +14,7 @@ macro_rules! lua {
 
 pub(super) mod fair;
 pub(super) mod fence;
+pub(super) mod guarded;
 pub(super) mod latch;
 pub(super) mod lock;
 pub(super) mod rsemaphore;
@@ -28,7 +29,7 @@ use super::keys;
 pub(crate) use super::script::Lua;
 
 /// Every script, for loading them all at once.
-pub(crate) static ALL: [&Lua; 25] = [
+pub(crate) static ALL: [&Lua; 26] = [
     &lock::ACQUIRE,
     &lock::RELEASE,
     &lock::RENEW,
@@ -54,6 +55,7 @@ pub(crate) static ALL: [&Lua; 25] = [
     &rsemaphore::RENEW,
     &rsemaphore::INSPECT,
     &fence::RAISE,
+    &guarded::WRITE,
 ];
 
 impl SemLayout {
@@ -84,31 +86,32 @@ mod tests {
         assert_eq!(
             shas,
             [
-                "663a31a807853bfe0890117654e7a38aef8f7e20",
+                "f506ac9454e9b296c34ed26d8fc8e855be6fa47e",
                 "b30e0eaff6f58644244b7067b5a31cda786ebce8",
                 "d52415c1dcd502b6d6c676b5d77670e7b45c4022",
                 "f18642070a96f559fb56de82446324803e1b256a",
                 "1cd49826cb29a475e6d224a8a96dd44c3725d322",
-                "b18291c50252273188f6dc5d7036b6dccc92951c",
+                "db4f85b90d2874a3c073e6b1a6839870ca723b6f",
                 "ffad01d4e4835a512fd652eaf45f4f85251920fa",
                 "042a7c8897993d01d29a79c2bc5eec96f0733bf2",
                 "7ec6f1ef9137e6a922406d9dde086703142a5121",
                 "b392e1e709adbd69b4b4ce0cba50ae427236b1cf",
-                "7726fd837e611af92708d4c396dfac0fea8b86b0",
+                "ba08718e6f5a4c778a3f5001f6a52ac01b7b27bb",
                 "3324bf912ebf0c88df84f2359d015a2eee33cd15",
                 "c9c2219128ef4bf91bc421b00bb43e129de21f9e",
                 "43b14ccc6334cd2040f5dcc6c8cff8155d5a623c",
                 "fbf96d9fb86ebd70414e99c745ac7ba82e57cfd2",
                 "dc173faa40d3be32d9a594893cc549dd2773045e",
-                "bacbd17abdaceb741e52aea875236ff070f09e59",
+                "e9414df335746620454a4a7f9ca7f32a1e099d54",
                 "4cab468e8829a886f572b608e591fefcb672fa82",
                 "afd42ba149ae6d874ddf984099a9fdc0e653e737",
                 "a3844628f6ad395fc6fe2cfe1f0f83e1ab5f6526",
-                "d398764573d0b14e159a8006534a6f4dda19087b",
+                "a819c4b841e3b2c00f4995b168c77cb03379eeca",
                 "a8b4fba6b80caa36b8863175ee6c84ca5e4f6b87",
                 "7cfdd85da540165a6886aba61f5671a3e45bb527",
                 "88f9acb206dbb3d2017e3bb069afbc0e30ecae37",
-                "ab2990b9ec63ef135dedc2f1ac6cf6a4c2e0c4c3",
+                "3179b6c48bcc56d9deb475aae7ff43b533a7c85d",
+                "6778fcefa25ad08d88b01907e33f7680b05d5faf",
             ]
         );
     }

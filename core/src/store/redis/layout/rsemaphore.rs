@@ -17,7 +17,7 @@ use crate::state::{Attempt, Hold, HoldMode, KeyState, Mode, Released, Request};
 use crate::store::redis::config::Clock;
 
 /// KEYS: count, counter, meta. ARGV: holder, count, limit.
-pub(super) static ACQUIRE: Lua = lua!("rsem_acquire");
+pub(super) static ACQUIRE: Lua = lua!("token", "rsem_acquire");
 
 /// KEYS: count, meta. ARGV: holder, count (0: all), channel. `RSemaphore.release`: INCRBY
 /// and the new count published on `redisson_sc:{N}`.

@@ -17,7 +17,7 @@ use crate::state::{self, Hold, HoldMode, KeyState, Mode, Released, Request, Wait
 /// KEYS: hash, queue, timeouts, counter, meta.
 /// ARGV: holder, lease ms, 'r'/'w', the other side's holder (a reader: its writer; a
 /// writer: its reader), enqueue, queue ttl ms, timeout key base, channel.
-pub(super) static ACQUIRE: Lua = lua!("prelude", "rw_prelude", "rw_acquire");
+pub(super) static ACQUIRE: Lua = lua!("token", "prelude", "rw_prelude", "rw_acquire");
 
 /// KEYS: hash, meta. ARGV: holder, count (0: all), timeout key base, channel.
 pub(super) static RELEASE: Lua = lua!("rw_prelude", "rw_release");

@@ -17,7 +17,7 @@ use crate::store::redis::config::Clock;
 
 /// KEYS: count, permits, counter, meta.
 /// ARGV: holder, first member, count, limit, lease ms, channel, clock.
-pub(super) static ACQUIRE: Lua = lua!("prelude", "sem_prelude", "sem_acquire");
+pub(super) static ACQUIRE: Lua = lua!("token", "prelude", "sem_prelude", "sem_acquire");
 
 /// KEYS: count, permits, meta. ARGV: holder, first member, count (0: all), channel, clock.
 pub(super) static RELEASE: Lua = lua!("prelude", "sem_prelude", "sem_release");

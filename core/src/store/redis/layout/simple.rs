@@ -21,7 +21,7 @@ use crate::store::AnyOf;
 use crate::store::Subscription;
 
 /// KEYS: key, counter, meta. ARGV: holder, lease ms.
-pub(super) static ACQUIRE: Lua = lua!("simple_acquire");
+pub(super) static ACQUIRE: Lua = lua!("token", "simple_acquire");
 
 /// KEYS: key, meta. ARGV: holder, count (0: all), channel. redis-py's compare-and-delete,
 /// counting re-entries down first.

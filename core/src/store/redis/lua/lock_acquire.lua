@@ -20,7 +20,7 @@ local head = false
 if hasq then head = redis.call('LINDEX', KEYS[2], 0) end
 if redis.call('EXISTS', KEYS[1]) == 0 and (not fair or not head or head == holder) then
   if hasq then unqueue(KEYS[2], KEYS[3], holder) end
-  local t = redis.call('INCR', KEYS[4])
+  local t, tt = next_token(KEYS[4])
   redis.call('HSET', KEYS[1], holder, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   redis.call('DEL', KEYS[5])

@@ -10,6 +10,6 @@ if k > 0 then
   local t = redis.call('HGET', KEYS[3], 't:' .. holder) or redis.call('GET', KEYS[2]) or 0
   return {1, tonumber(t), k + want, 0}
 end
-local t = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[3], 't:' .. holder, t)
+local t, tt = next_token(KEYS[2])
+redis.call('HSET', KEYS[3], 't:' .. holder, tt)
 return {1, t, want, 1}

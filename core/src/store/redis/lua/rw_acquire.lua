@@ -30,7 +30,7 @@ else
 end
 if free then
   unqueue(KEYS[2], KEYS[3], holder)
-  local t = redis.call('INCR', KEYS[4])
+  local t, tt = next_token(KEYS[4])
   if not reading then
     redis.call('HSET', KEYS[1], 'mode', 'write')
   elseif not mode then
@@ -39,7 +39,7 @@ if free then
   redis.call('HSET', KEYS[1], holder, 1)
   redis.call('SET', base .. ':' .. holder .. ':rwlock_timeout:1', 1, 'PX', lease)
   if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
-  redis.call('HSET', KEYS[5], 't:' .. holder, t)
+  redis.call('HSET', KEYS[5], 't:' .. holder, tt)
   stretch(KEYS[5], lease, true)
   return {1, t, 1, 1}
 end

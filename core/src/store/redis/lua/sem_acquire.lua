@@ -22,8 +22,8 @@ if avail >= want then
     return {1, tonumber(t), k + 1, 0}
   end
   for i = 1, want do redis.call('ZADD', KEYS[2], exp, member(holder, m1, i)) end
-  local t = redis.call('INCR', KEYS[3])
-  redis.call('HSET', KEYS[4], 't:' .. holder, t)
+  local t, tt = next_token(KEYS[3])
+  redis.call('HSET', KEYS[4], 't:' .. holder, tt)
   stretch(KEYS[4], lease, true)
   return {1, t, want, 1}
 end

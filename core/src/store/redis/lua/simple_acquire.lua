@@ -19,8 +19,10 @@ if v then
 end
 -- This holder's two fields are overwritten (a record left by an expired hold of the same
 -- holder must not count); other holders' stale fields are never read and go with the hash.
-local t = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], holder, 'PX', lease)
-redis.call('HSET', KEYS[3], 't:' .. holder, t, 'c:' .. holder, 1)
+-- The steps that can fail (a key of another type: WRONGTYPE) come before the hold itself,
+-- so a script that fails leaves no hold behind (Redis does not roll a script back).
+local t, tt = next_token(KEYS[2])
+redis.call('HSET', KEYS[3], 't:' .. holder, tt, 'c:' .. holder, 1)
 redis.call('PEXPIRE', KEYS[3], lease)
+redis.call('SET', KEYS[1], holder, 'PX', lease)
 return t

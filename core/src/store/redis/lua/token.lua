@@ -1,0 +1,12 @@
+-- The next fencing token of the counter `k`: above the last one, and at least the server's
+-- clock (`TIME`) in µs, so that a counter lost with a restart without persistence or a
+-- failover to a replica that lagged still yields tokens above every earlier one (as long
+-- as the servers' clocks do not step back). Returned as a number (for replies) and as
+-- text (for storing: Redis writes a Lua number this large in %.14g form, rounded).
+local function next_token(k)
+  local now = redis.call('TIME')
+  local t = math.max((tonumber(redis.call('GET', k)) or 0) + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
+  local text = string.format('%.0f', t)
+  redis.call('SET', k, text)
+  return t, text
+end

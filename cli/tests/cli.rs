@@ -462,3 +462,103 @@ fn lab_prints_the_matrix_and_writes_markdown() {
     assert_eq!(out.status.code(), Some(64), "stderr: {}", stderr(&out));
     assert!(stderr(&out).contains("needs a redis:// or rediss:// URL"), "{}", stderr(&out));
 }
+
+/// Lines in `log`, waiting until it stops growing for `quiet`: (lines, whether it stopped
+/// within `limit`).
+fn settles(log: &Path, quiet: Duration, limit: Duration) -> (usize, bool) {
+    let count = || std::fs::read_to_string(log).map(|s| s.lines().count()).unwrap_or(0);
+    let t0 = Instant::now();
+    let mut last = (count(), Instant::now());
+    while t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(50));
+        let n = count();
+        if n != last.0 {
+            last = (n, Instant::now());
+        } else if last.1.elapsed() >= quiet {
+            return (n, true);
+        }
+    }
+    (last.0, false)
+}
+
+/// A writer whose lines reach `log` through a grandchild (`… | cat >> log`), as the
+/// shell runs a pipeline: the direct child is `sh`, the writer is `cat`.
+fn pipeline_writer(log: &Path) -> String {
+    format!("while :; do echo x; sleep 0.02; done | cat >> {}", log.display())
+}
+
+/// After a lost lease, the whole pipeline stops, not only `sh`.
+#[test]
+fn lost_lease_stops_the_whole_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let out = run_to_end(
+        baton().args([
+            "run",
+            "--url",
+            "memory://",
+            "--ttl",
+            "1s",
+            "tree/lost",
+            "--",
+            "sh",
+            "-c",
+            &pipeline_writer(&log),
+        ]),
+        Duration::from_secs(30),
+        "baton run --ttl 1s",
+    );
+    assert_eq!(out.status.code(), Some(76), "stderr: {}", stderr(&out));
+    let (lines, still) = settles(&log, Duration::from_millis(600), Duration::from_secs(3));
+    assert!(lines > 0, "the pipeline wrote nothing");
+    assert!(still, "the pipeline kept writing after baton exited 76");
+    // Quiet from baton's exit on: at most what was in flight.
+    let after = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert_eq!(after, lines);
+}
+
+/// baton SIGKILLed while its command runs: the reaper kills the command's whole tree at
+/// once, so nothing writes after baton is gone.
+#[test]
+fn sigkilled_baton_leaves_no_process_of_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let url = sqlite_url(dir.path(), "kill.db");
+    let mut child = baton()
+        .args(["run", "--url", &url, "tree/killed", "--", "sh", "-c", &pipeline_writer(&log)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0) < 5 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the command never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    let (lines, still) = settles(&log, Duration::from_millis(600), Duration::from_secs(3));
+    assert!(still, "the command's pipeline kept writing after baton was SIGKILLed");
+    // The reaper acts at once: the writer stopped well within the first quiet period.
+    assert!(killed.elapsed() < Duration::from_secs(2), "stopped only after {:?}", killed.elapsed());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), lines, "a line after the tree was gone");
+}
+
+/// What the command leaves running in its group when it ends is killed before the lock is
+/// released.
+#[test]
+fn leftovers_of_the_command_are_killed_at_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = format!("(while :; do echo x >> {}; sleep 0.02; done) & sleep 0.3", log.display());
+    let out = run_to_end(
+        baton().args(["run", "--url", "memory://", "tree/leftover", "--", "sh", "-c", &script]),
+        Duration::from_secs(30),
+        "baton run",
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let (lines, still) = settles(&log, Duration::from_millis(600), Duration::from_secs(3));
+    assert!(lines > 0 && still, "the background loop outlived the command ({lines} lines)");
+}

@@ -562,3 +562,57 @@ fn leftovers_of_the_command_are_killed_at_its_end() {
     let (lines, still) = settles(&log, Duration::from_millis(600), Duration::from_secs(3));
     assert!(lines > 0 && still, "the background loop outlived the command ({lines} lines)");
 }
+
+/// SQLite leases are measured on CLOCK_BOOTTIME: a process whose wall clock runs 60 s
+/// ahead (libfaketime, wall clock only) still finds the lock held.
+#[test]
+fn sqlite_leases_ignore_a_wall_clock_step() {
+    let lib =
+        ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"]
+            .into_iter()
+            .find(|p| Path::new(p).exists());
+    let Some(lib) = lib else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "libfaketime is not installed (scripts/suites/30-rust.sh installs it)"
+        );
+        eprintln!("libfaketime not installed: skipping");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "clock.db");
+    let mut holder = baton()
+        .args(["run", "--url", &url, "--ttl", "20s", "clock/step", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let busy = || {
+        let out = run_to_end(
+            baton().args(["inspect", "--url", &url, "--json", "clock/step"]),
+            Duration::from_secs(30),
+            "inspect",
+        );
+        serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|v| v["held"] == true)
+    };
+    let t0 = Instant::now();
+    while !busy() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the holder never held");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for ahead in ["+60s", "+1d"] {
+        let out = run_to_end(
+            baton()
+                .args(["run", "--url", &url, "--wait", "0", "clock/step", "--", "true"])
+                .env("LD_PRELOAD", lib)
+                .env("FAKETIME", ahead)
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+                .env("FAKETIME_DONT_RESET", "1"),
+            Duration::from_secs(30),
+            "baton run under faketime",
+        );
+        assert_eq!(out.status.code(), Some(75), "clock {ahead}: the lock must still be busy; stderr: {}", stderr(&out));
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

@@ -254,11 +254,12 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: 
     shared.look_by(entries, at);
 }
 
-/// What the store says is left of `holder`'s lease (`Some(None)`: gone; `None`: no answer).
+/// What the store says is left of `holder`'s lease: `Some(None)` when it holds nothing,
+/// `Some(Some(left))` when it holds (zero when the store cannot tell: etcd reports whole
+/// seconds), `None` with no answer.
 async fn lease_left(backend: &dyn Store, key: &Key, holder: &str) -> Option<Option<Duration>> {
     let info = backend.inspect(key).await.ok()?;
-    let left = info.holders.iter().find(|h| h.owner == holder).and_then(|h| h.lease_left);
-    Some(left.filter(|l| !l.is_zero()))
+    Some(info.holders.iter().find(|h| h.owner == holder).map(|h| h.lease_left.unwrap_or_default()))
 }
 
 /// Sends one set of renewals. Each batch waits for its answer at most one renewal period

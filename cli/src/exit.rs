@@ -85,6 +85,13 @@ pub(crate) fn duration(flag: &str, value: &str) -> Result<std::time::Duration, F
         .map_err(|e| Failure::new(code_of(e.kind()), format!("{}: {flag}: {}", e.kind(), e.message())))
 }
 
+/// As [`duration`], for a lease: at least `baton::duration::MIN_LEASE` (100 ms).
+pub(crate) fn lease(flag: &str, value: &str) -> Result<std::time::Duration, Failure> {
+    let d = duration(flag, value)?;
+    baton::duration::validate_lease(flag, d)
+        .map_err(|e| Failure::new(code_of(e.kind()), format!("{}: {}", e.kind(), e.message())))
+}
+
 /// As [`duration`], but also accepts a zero (`0`, `0s`, `0ms`): "do not wait at all".
 pub(crate) fn duration_or_zero(flag: &str, value: &str) -> Result<std::time::Duration, Failure> {
     let trimmed = value.trim();

@@ -306,6 +306,9 @@ fn bad_input_is_reported_without_panicking() {
     let long = "n".repeat(300);
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec!["run", "--url", "memory://", "--ttl", "0s", "n", "--", "true"], 64, "0s"),
+        (vec!["run", "--url", "memory://", "--ttl", "0.5ms", "n", "--", "true"], 64, "minimum lease"),
+        (vec!["run", "--url", "memory://", "--ttl", "99ms", "n", "--", "true"], 64, "minimum lease"),
+        (vec!["run", "--url", "memory://?lease=10ms", "n", "--", "true"], 64, "minimum lease"),
         (vec!["run", "--url", "memory://", "--ttl", "-1", "n", "--", "true"], 64, "-1"),
         (vec!["run", "--url", "memory://", "--wait", "abc", "n", "--", "true"], 64, "abc"),
         (vec!["run", "--url", "memory://", "--grace", "soon", "n", "--", "true"], 64, "soon"),

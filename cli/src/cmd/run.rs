@@ -73,7 +73,7 @@ struct Report<'a> {
 }
 
 pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result<u8, Failure> {
-    let ttl = args.ttl.as_deref().map(|v| exit::duration("--ttl", v)).transpose()?;
+    let ttl = args.ttl.as_deref().map(|v| exit::lease("--ttl", v)).transpose()?;
     let wait = args.wait.as_deref().map(|v| exit::duration_or_zero("--wait", v)).transpose()?;
     let stop = Stop { signal: parse_signal(&args.signal)?, grace: exit::duration_or_zero("--grace", &args.grace)? };
     exit::check_name(&args.name)?;

@@ -38,7 +38,8 @@ enum Kind {
     /// unless the store, asked a little before (`checking`: that question is out), says
     /// the lease was extended from elsewhere (`PermitSemaphore::update_lease`). `settled`:
     /// the deadline the store last confirmed unchanged, not asked about again.
-    Ttl { checking: bool, settled: Option<Instant> },
+    /// `again`: asked too early to tell, asked again then.
+    Ttl { checking: bool, settled: Option<Instant>, again: Option<Instant> },
 }
 
 #[derive(Debug, Default)]
@@ -107,7 +108,8 @@ impl Renewer {
     /// Watches the explicit-ttl lease of `held`: fires its lost signal once its deadline
     /// has passed and the store has not said that it was extended.
     pub(crate) fn watch_ttl(&self, held: &Arc<Held>) {
-        let entry = Entry { held: Arc::downgrade(held), kind: Kind::Ttl { checking: false, settled: None } };
+        let entry =
+            Entry { held: Arc::downgrade(held), kind: Kind::Ttl { checking: false, settled: None, again: None } };
         self.shared.insert(held.live_id, entry, ask_at(held.deadline()));
     }
 
@@ -125,6 +127,9 @@ impl Renewer {
 /// How long before a ttl lease's local deadline the store is asked whether it was
 /// extended elsewhere: an answer must arrive before the deadline to count.
 const TTL_ASK_AHEAD: Duration = Duration::from_millis(250);
+
+/// How soon a store that could not tell is asked again, before the deadline.
+const TTL_ASK_AGAIN: Duration = Duration::from_millis(100);
 
 fn ask_at(deadline: Instant) -> Instant {
     deadline.checked_sub(TTL_ASK_AHEAD).unwrap_or(deadline)
@@ -203,12 +208,13 @@ fn collect(s: &Shared) -> Look {
             }
             Kind::Ttl { checking: true, .. } => {}
             Kind::Ttl { settled: Some(at), .. } if *at == end => {}
-            Kind::Ttl { checking, .. } => {
-                if ask_at(end) <= now {
+            Kind::Ttl { checking, again, .. } => {
+                let at = again.unwrap_or_else(|| ask_at(end));
+                if at <= now {
                     *checking = true;
                     ask.push((*id, held));
                 } else {
-                    later(ask_at(end));
+                    later(at);
                 }
             }
         }
@@ -232,12 +238,18 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: 
     // Released or lapsed meanwhile: nothing to report.
     let Some(entry) = entries.map.get_mut(&id) else { return };
     let mut settled = Some(end);
+    let mut again = None;
     match left {
         Ok(Some(Some(left))) => {
             let later = super::local_end(&*backend, sent, left);
             if later > end && held.deadline() == end {
                 held.set_deadline(later);
                 settled = None;
+            } else if Instant::now() + TTL_ASK_AGAIN < end {
+                // Still held, no later than planned as far as the store can tell (etcd
+                // counts whole seconds): an extension may yet land before the deadline.
+                settled = None;
+                again = Some(Instant::now() + TTL_ASK_AGAIN);
             }
         }
         Ok(Some(None)) => {
@@ -249,8 +261,8 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: 
         // No answer in time, or an error: the deadline stands.
         Ok(None) | Err(_) => {}
     }
-    entry.kind = Kind::Ttl { checking: false, settled };
-    let at = ask_at(held.deadline());
+    entry.kind = Kind::Ttl { checking: false, settled, again };
+    let at = again.unwrap_or_else(|| ask_at(held.deadline()));
     shared.look_by(entries, at);
 }
 

@@ -619,3 +619,29 @@ fn sqlite_leases_ignore_a_wall_clock_step() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// A refused password is one kind on every store: `baton run` exits 69 (Connection), and
+/// the password never shows.
+#[test]
+fn refused_credentials_exit_69_on_every_store() {
+    // (The shared PostgreSQL trusts loopback: any password is accepted there.)
+    for var in ["BATON_TEST_MYSQL_URL", "BATON_TEST_ETCDS_URL", "BATON_TEST_ETCD_HTTPS_URL"] {
+        let Ok(url) = std::env::var(var) else {
+            assert!(std::env::var_os("CI").is_none(), "{var} unset (`scripts/services start`)");
+            eprintln!("{var} unset: skipping");
+            continue;
+        };
+        // user:password@ → user:wrong-pw-4711@
+        let (head, rest) = url.split_once("://").unwrap();
+        let (userinfo, tail) = rest.split_once('@').expect("a URL with credentials");
+        let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+        let bad = format!("{head}://{user}:wrong-pw-4711@{tail}");
+        let out = run_to_end(
+            baton().args(["run", "--url", &bad, "--wait", "5s", "auth/refused", "--", "true"]),
+            Duration::from_secs(60),
+            "baton run with a wrong password",
+        );
+        assert_eq!(out.status.code(), Some(69), "{var}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("wrong-pw-4711"), "{var}: {}", stderr(&out));
+    }
+}

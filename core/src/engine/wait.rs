@@ -67,7 +67,12 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         // `_under_way` counts the attempt as under way until its grant is recorded (below,
         // with no await in between), so that no other attempt of this slot takes it for
         // a stray meanwhile.
-        let (attempt, _under_way) = match attempt(slot, &req).await {
+        // In an outage, an attempt may not run past the moment the waiter gives up.
+        let tried = match outage.give_up {
+            Some(at) => tokio::time::timeout_at(at, attempt(slot, &req)).await.map_err(|_| outage.failure()),
+            None => Ok(attempt(slot, &req).await),
+        };
+        let (attempt, _under_way) = match tried? {
             Ok(a) => {
                 outage.over();
                 a
@@ -138,13 +143,20 @@ pub(crate) const RIDE_OUT: Duration = Duration::from_secs(2);
 /// The store failures in a row of one acquire.
 #[derive(Default)]
 struct Outage {
-    since: Option<Instant>,
+    /// When the waiter gives up, while failures go on.
+    give_up: Option<Instant>,
     pause: Duration,
+    last: Option<Error>,
 }
 
 impl Outage {
     fn over(&mut self) {
-        self.since = None;
+        (self.give_up, self.last) = (None, None);
+    }
+
+    /// The error to give up with.
+    fn failure(&mut self) -> Error {
+        self.last.take().unwrap_or_else(|| Error::connection("the store could not be reached"))
     }
 
     /// Returns after a pause when a waiter may try again after `e`; otherwise `e`.
@@ -154,14 +166,11 @@ impl Outage {
             return Err(e);
         }
         let now = Instant::now();
-        let since = *self.since.get_or_insert(now);
-        let mut give_up = since + RIDE_OUT;
-        if let Some(d) = deadline {
-            give_up = give_up.min(d);
-        }
+        let give_up = *self.give_up.get_or_insert_with(|| deadline.map_or(now + RIDE_OUT, |d| d.min(now + RIDE_OUT)));
         if now >= give_up {
             return Err(e);
         }
+        self.last = Some(e);
         self.pause = (self.pause * 2).clamp(Duration::from_millis(50), Duration::from_millis(400));
         tokio::time::sleep_until((now + self.pause).min(give_up)).await;
         Ok(())

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::rt::{Instant, sleep_until, timeout, timeout_at};
 use tokio::sync::Notify;
-use tokio::time::{Instant, sleep_until, timeout, timeout_at};
 
 use super::Held;
 use crate::key::Key;
@@ -151,10 +151,10 @@ async fn run(shared: Arc<Shared>, backend: Arc<dyn Store>) {
         // Each on its own: a store slow to answer must hold up neither the other
         // renewals nor this loop, which fires the lost signals at the deadlines.
         for (id, held) in ask {
-            tokio::spawn(check_ttl(shared.clone(), backend.clone(), id, held));
+            crate::rt::spawn(check_ttl(shared.clone(), backend.clone(), id, held));
         }
         if !due.is_empty() {
-            tokio::spawn(renew(shared.clone(), backend.clone(), due));
+            crate::rt::spawn(renew(shared.clone(), backend.clone(), due));
         }
         match next {
             Some(at) => {

@@ -5,8 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::rt::Instant;
 use rand::Rng;
-use tokio::time::Instant;
 
 use super::{Grant, Slot};
 use crate::error::{Error, Result};
@@ -69,7 +69,7 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         // a stray meanwhile.
         // In an outage, an attempt may not run past the moment the waiter gives up.
         let tried = match outage.give_up {
-            Some(at) => tokio::time::timeout_at(at, attempt(slot, &req)).await.map_err(|_| outage.failure()),
+            Some(at) => crate::rt::timeout_at(at, attempt(slot, &req)).await.map_err(|_| outage.failure()),
             None => Ok(attempt(slot, &req).await),
         };
         let (attempt, _under_way) = match tried? {
@@ -172,7 +172,7 @@ impl Outage {
         }
         self.last = Some(e);
         self.pause = (self.pause * 2).clamp(Duration::from_millis(50), Duration::from_millis(400));
-        tokio::time::sleep_until((now + self.pause).min(give_up)).await;
+        crate::rt::sleep_until((now + self.pause).min(give_up)).await;
         Ok(())
     }
 }

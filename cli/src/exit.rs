@@ -9,7 +9,7 @@ use baton::ErrorKind;
 
 /// Bad arguments, duration, name or store URL.
 pub(crate) const USAGE: u8 = 64;
-/// The store could not be reached.
+/// The store could not be reached, or refused the credentials.
 pub(crate) const UNAVAILABLE: u8 = 69;
 /// The store answered with an error, or baton failed internally.
 pub(crate) const SOFTWARE: u8 = 70;
@@ -30,7 +30,7 @@ pub(crate) const NOT_FOUND: u8 = 127;
 pub(crate) const HELP: &str = "\
 Exit codes (baton's own; `baton run` otherwise exits with the command's code):
    64  bad usage: arguments, duration, lock name or store URL (InvalidArgument, InvalidUrl)
-   69  the store cannot be reached (Connection)
+   69  the store cannot be reached, or refused the credentials, on every store (Connection)
    70  the store failed, or an internal error (Backend, NotHeld, Closed)
    74  local I/O error (e.g. the data directory cannot be created)
    75  --wait elapsed before the lock was granted (Timeout)
@@ -83,6 +83,13 @@ impl From<baton::Error> for Failure {
 pub(crate) fn duration(flag: &str, value: &str) -> Result<std::time::Duration, Failure> {
     baton::duration::parse(value)
         .map_err(|e| Failure::new(code_of(e.kind()), format!("{}: {flag}: {}", e.kind(), e.message())))
+}
+
+/// As [`duration`], for a lease: at least `baton::duration::MIN_LEASE` (100 ms).
+pub(crate) fn lease(flag: &str, value: &str) -> Result<std::time::Duration, Failure> {
+    let d = duration(flag, value)?;
+    baton::duration::validate_lease(flag, d)
+        .map_err(|e| Failure::new(code_of(e.kind()), format!("{}: {}", e.kind(), e.message())))
 }
 
 /// As [`duration`], but also accepts a zero (`0`, `0s`, `0ms`): "do not wait at all".

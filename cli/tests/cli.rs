@@ -329,6 +329,9 @@ fn bad_input_is_reported_without_panicking() {
     let long = "n".repeat(300);
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec!["run", "--url", "memory://", "--ttl", "0s", "n", "--", "true"], 64, "0s"),
+        (vec!["run", "--url", "memory://", "--ttl", "0.5ms", "n", "--", "true"], 64, "minimum lease"),
+        (vec!["run", "--url", "memory://", "--ttl", "99ms", "n", "--", "true"], 64, "minimum lease"),
+        (vec!["run", "--url", "memory://?lease=10ms", "n", "--", "true"], 64, "minimum lease"),
         (vec!["run", "--url", "memory://", "--ttl", "-1", "n", "--", "true"], 64, "-1"),
         (vec!["run", "--url", "memory://", "--wait", "abc", "n", "--", "true"], 64, "abc"),
         (vec!["run", "--url", "memory://", "--grace", "soon", "n", "--", "true"], 64, "soon"),
@@ -484,4 +487,184 @@ fn lab_prints_the_matrix_and_writes_markdown() {
     let out = run_to_end(baton().args(["lab", "--url", "memory://"]), Duration::from_secs(30), "baton lab");
     assert_eq!(out.status.code(), Some(64), "stderr: {}", stderr(&out));
     assert!(stderr(&out).contains("needs a redis:// or rediss:// URL"), "{}", stderr(&out));
+}
+
+/// Lines in `log`, waiting until it stops growing for `quiet`: (lines, whether it stopped
+/// within `limit`).
+fn settles(log: &Path, quiet: Duration, limit: Duration) -> (usize, bool) {
+    let count = || std::fs::read_to_string(log).map(|s| s.lines().count()).unwrap_or(0);
+    let t0 = Instant::now();
+    let mut last = (count(), Instant::now());
+    while t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(50));
+        let n = count();
+        if n != last.0 {
+            last = (n, Instant::now());
+        } else if last.1.elapsed() >= quiet {
+            return (n, true);
+        }
+    }
+    (last.0, false)
+}
+
+/// A writer whose lines reach `log` through a grandchild (`… | cat >> log`), as the
+/// shell runs a pipeline: the direct child is `sh`, the writer is `cat`.
+fn pipeline_writer(log: &Path) -> String {
+    format!("while :; do echo x; sleep 0.02; done | cat >> {}", log.display())
+}
+
+/// After a lost lease, the whole pipeline stops, not only `sh`.
+#[test]
+fn lost_lease_stops_the_whole_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let out = run_to_end(
+        baton().args([
+            "run",
+            "--url",
+            "memory://",
+            "--ttl",
+            "1s",
+            "tree/lost",
+            "--",
+            "sh",
+            "-c",
+            &pipeline_writer(&log),
+        ]),
+        Duration::from_secs(30),
+        "baton run --ttl 1s",
+    );
+    assert_eq!(out.status.code(), Some(76), "stderr: {}", stderr(&out));
+    let (lines, still) = settles(&log, Duration::from_millis(600), Duration::from_secs(3));
+    assert!(lines > 0, "the pipeline wrote nothing");
+    assert!(still, "the pipeline kept writing after baton exited 76");
+    // Quiet from baton's exit on: at most what was in flight.
+    let after = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert_eq!(after, lines);
+}
+
+/// baton SIGKILLed while its command runs: the reaper kills the command's whole tree at
+/// once, so nothing writes after baton is gone.
+#[test]
+fn sigkilled_baton_leaves_no_process_of_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let url = sqlite_url(dir.path(), "kill.db");
+    let mut child = baton()
+        .args(["run", "--url", &url, "tree/killed", "--", "sh", "-c", &pipeline_writer(&log)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0) < 5 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the command never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    let (lines, still) = settles(&log, Duration::from_millis(600), Duration::from_secs(3));
+    assert!(still, "the command's pipeline kept writing after baton was SIGKILLed");
+    // The reaper acts at once: the writer stopped well within the first quiet period.
+    assert!(killed.elapsed() < Duration::from_secs(2), "stopped only after {:?}", killed.elapsed());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), lines, "a line after the tree was gone");
+}
+
+/// What the command leaves running in its group when it ends is killed before the lock is
+/// released.
+#[test]
+fn leftovers_of_the_command_are_killed_at_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = format!("(while :; do echo x >> {}; sleep 0.02; done) & sleep 0.3", log.display());
+    let out = run_to_end(
+        baton().args(["run", "--url", "memory://", "tree/leftover", "--", "sh", "-c", &script]),
+        Duration::from_secs(30),
+        "baton run",
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let (lines, still) = settles(&log, Duration::from_millis(600), Duration::from_secs(3));
+    assert!(lines > 0 && still, "the background loop outlived the command ({lines} lines)");
+}
+
+/// SQLite leases are measured on CLOCK_BOOTTIME: a process whose wall clock runs 60 s
+/// ahead (libfaketime, wall clock only) still finds the lock held.
+#[test]
+fn sqlite_leases_ignore_a_wall_clock_step() {
+    let lib =
+        ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"]
+            .into_iter()
+            .find(|p| Path::new(p).exists());
+    let Some(lib) = lib else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "libfaketime is not installed (scripts/suites/30-rust.sh installs it)"
+        );
+        eprintln!("libfaketime not installed: skipping");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "clock.db");
+    let mut holder = baton()
+        .args(["run", "--url", &url, "--ttl", "20s", "clock/step", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let busy = || {
+        let out = run_to_end(
+            baton().args(["inspect", "--url", &url, "--json", "clock/step"]),
+            Duration::from_secs(30),
+            "inspect",
+        );
+        serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|v| v["held"] == true)
+    };
+    let t0 = Instant::now();
+    while !busy() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the holder never held");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for ahead in ["+60s", "+1d"] {
+        let out = run_to_end(
+            baton()
+                .args(["run", "--url", &url, "--wait", "0", "clock/step", "--", "true"])
+                .env("LD_PRELOAD", lib)
+                .env("FAKETIME", ahead)
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+                .env("FAKETIME_DONT_RESET", "1"),
+            Duration::from_secs(30),
+            "baton run under faketime",
+        );
+        assert_eq!(out.status.code(), Some(75), "clock {ahead}: the lock must still be busy; stderr: {}", stderr(&out));
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+/// A refused password is one kind on every store: `baton run` exits 69 (Connection), and
+/// the password never shows.
+#[test]
+fn refused_credentials_exit_69_on_every_store() {
+    // (The shared PostgreSQL trusts loopback: any password is accepted there.)
+    for var in ["BATON_TEST_MYSQL_URL", "BATON_TEST_ETCDS_URL", "BATON_TEST_ETCD_HTTPS_URL"] {
+        let Ok(url) = std::env::var(var) else {
+            assert!(std::env::var_os("CI").is_none(), "{var} unset (`scripts/services start`)");
+            eprintln!("{var} unset: skipping");
+            continue;
+        };
+        // user:password@ → user:wrong-pw-4711@
+        let (head, rest) = url.split_once("://").unwrap();
+        let (userinfo, tail) = rest.split_once('@').expect("a URL with credentials");
+        let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+        let bad = format!("{head}://{user}:wrong-pw-4711@{tail}");
+        let out = run_to_end(
+            baton().args(["run", "--url", &bad, "--wait", "5s", "auth/refused", "--", "true"]),
+            Duration::from_secs(60),
+            "baton run with a wrong password",
+        );
+        assert_eq!(out.status.code(), Some(69), "{var}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("wrong-pw-4711"), "{var}: {}", stderr(&out));
+    }
 }

@@ -8,6 +8,23 @@ use crate::error::{Error, Result};
 /// always unit mistakes, and bounding them keeps deadline arithmetic from overflowing.
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
+/// Shortest lease or ttl accepted, everywhere (API, store URL options, CLI, bindings):
+/// 100 ms. The holder counts a lease as lost a drift margin (2 % + 50 ms) before the store
+/// does; a shorter lease would leave it next to no time, and a sub-millisecond one none.
+pub const MIN_LEASE: Duration = Duration::from_millis(100);
+
+/// [`validate`], and at least [`MIN_LEASE`]: for leases and ttls.
+pub fn validate_lease(what: &str, d: Duration) -> Result<Duration> {
+    let d = validate(what, d)?;
+    if d < MIN_LEASE {
+        return Err(Error::invalid_argument(format!(
+            "{what} of {d:?} is shorter than the minimum lease of {} ms",
+            MIN_LEASE.as_millis()
+        )));
+    }
+    Ok(d)
+}
+
 /// Checks that `d` (called `what` in messages) is non-zero and at most [`MAX_DURATION`].
 pub fn validate(what: &str, d: Duration) -> Result<Duration> {
     if d.is_zero() {

@@ -93,10 +93,10 @@ impl LockOptions {
     pub(crate) fn resolve(&self, defaults: Lease) -> Result<Lease> {
         use crate::duration::validate;
         if let Some(t) = self.ttl {
-            return Ok(Lease::Ttl(validate("ttl", t)?));
+            return Ok(Lease::Ttl(crate::duration::validate_lease("ttl", t)?));
         }
         let Lease::Watchdog { lease, renew } = defaults else { return Ok(defaults) };
-        let lease = validate("lease", self.lease.unwrap_or(lease))?;
+        let lease = crate::duration::validate_lease("lease", self.lease.unwrap_or(lease))?;
         let renew = validate("renewal period", self.renew.unwrap_or(renew.min(lease / 3)))?;
         if renew >= lease {
             return Err(crate::Error::invalid_argument(format!(

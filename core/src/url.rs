@@ -44,6 +44,12 @@ impl StoreUrl {
         if url.contains('\0') {
             return Err(Error::invalid_url("store URL contains a NUL byte"));
         }
+        // `user:pa/ss@host`, `user:pa?ss@host`: a raw `/` or `?` in the password. Taken
+        // for what it means (and never echoed) rather than split there.
+        let (userinfo, rest) = match raw_userinfo_end(rest) {
+            Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+            None => (None, rest),
+        };
         let (before_query, query) = match rest.split_once('?') {
             Some((b, q)) => (b, Some(q)),
             None => (rest, None),
@@ -52,9 +58,10 @@ impl StoreUrl {
             Some(i) => before_query.split_at(i),
             None => (before_query, ""),
         };
-        let (userinfo, hosts) = match authority.rfind('@') {
-            Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
-            None => (None, authority),
+        let (userinfo, hosts) = match (userinfo, authority.rfind('@')) {
+            (Some(ui), _) => (Some(ui), authority),
+            (None, Some(i)) => (Some(&authority[..i]), &authority[i + 1..]),
+            (None, None) => (None, authority),
         };
         let (user, password) = match userinfo {
             None => (None, None),
@@ -212,11 +219,27 @@ fn redact_raw(s: &str) -> String {
     format!("{head}?{}", query.join("&"))
 }
 
+/// Where the user info ends (its `@`) when the password holds a raw `/` or `?`: the text
+/// before the first `/` or `?` is `user:x` with no `@`, where `x` is no port (not all
+/// digits) and no host list (no `,`), and an `@` follows.
+fn raw_userinfo_end(rest: &str) -> Option<usize> {
+    let sep = rest.find(['/', '?'])?;
+    let (user, pass) = rest[..sep].split_once(':')?;
+    if user.is_empty() || rest[..sep].contains('@') || pass.contains(',') || pass.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    rest[sep..].find('@').map(|i| sep + i)
+}
+
 fn redact_authority(s: &str) -> String {
     let (head, rest) = match s.split_once("://") {
         Some((h, r)) => (format!("{h}://"), r),
         None => (String::new(), s),
     };
+    if let Some(at) = raw_userinfo_end(rest) {
+        let user = rest[..at].split_once(':').map_or("", |(u, _)| u);
+        return format!("{head}{user}:***@{}", &rest[at + 1..]);
+    }
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (auth, tail) = rest.split_at(end);
     match auth.rfind('@') {
@@ -276,6 +299,22 @@ mod tests {
                 Err(e) => e.to_string(),
             };
             assert!(!shown.contains("hunter2"), "{raw} -> {shown}");
+        }
+        // A raw `/` or `?` in the password: still the password, never shown.
+        for (raw, shown) in [
+            ("redis://u:hun/ter2@127.0.0.1:6379/0", "redis://u:***@127.0.0.1:6379/0"),
+            ("redis://u:hun?ter2@127.0.0.1:6379?prefix=p", "redis://u:***@127.0.0.1:6379?prefix=p"),
+            ("postgres://u:a/b?c@127.0.0.1:5432/db", "postgres://u:***@127.0.0.1:5432/db"),
+        ] {
+            let u = StoreUrl::parse(raw).unwrap();
+            assert_eq!(u.to_string(), shown);
+            assert_eq!(u.hosts(), "127.0.0.1:6379".replace("6379", if raw.contains("5432") { "5432" } else { "6379" }));
+            assert!(u.password().is_some_and(|p| p.contains('/') || p.contains('?')), "{raw}");
+        }
+        // Not user info: a port, a host list, an `@` in a path or option.
+        for raw in ["redis://h:6379/0?prefix=a@b", "redlock://h1:7001,h2:7002/x@y", "sqlite:///tmp/a@b.db"] {
+            let u = StoreUrl::parse(raw).unwrap();
+            assert_eq!((u.user(), u.password()), (None, None), "{raw}");
         }
         let u = StoreUrl::parse("redis+sentinel://h:26379/m?sentinel_password=hunter2&prefix=p").unwrap();
         assert_eq!(u.to_string(), "redis+sentinel://h:26379/m?sentinel_password=***&prefix=p");

@@ -74,9 +74,10 @@ async fn three_of_five_down_never_grants() {
     let name = unique("rl-three-down");
     let t0 = Instant::now();
     let e = c.lock(&name).acquire_timeout(Duration::from_secs(3)).await.unwrap_err();
-    // Bound: the timeout itself; the answer comes after the retries (refused connections
-    // answer at once; 3 pauses of ≤ 40 ms), well inside it.
-    assert!(t0.elapsed() < Duration::from_secs(3), "took {:?}", t0.elapsed());
+    // Bound: the timeout itself (a waiter rides out an unreachable quorum for up to 2 s
+    // within its wait, then fails with the store's error; no attempt runs past that), plus
+    // slack for a loaded machine.
+    assert!(t0.elapsed() < Duration::from_millis(3500), "took {:?}", t0.elapsed());
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     // "2 of 5 nodes answered" (fewer if a live node stalled past its timeout).
     assert!(

@@ -11,9 +11,10 @@ use std::sync::Mutex;
 /// port of some outgoing connection before the server binds it (seen in CI: a cluster bus
 /// port "already in use").
 ///
-/// `BATON_PORT_RANGE=LOW-HIGH` narrows the range (inclusive, within 1024–32767): test
+/// `BATON_PORT_RANGE=LOW-HIGH` sets the range (inclusive, within 1024–65535): test
 /// processes that run side by side each take their own range, so one cannot take the port
-/// another is about to bind or to re-bind after a restart.
+/// another is about to bind or to re-bind after a restart. A range in the ephemeral one
+/// is allowed (a developer's machine may have no other room) at the risk named above.
 pub fn free_loopback_port() -> Option<u16> {
     static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
     let (low, high) = port_range();
@@ -29,12 +30,12 @@ pub fn free_loopback_port() -> Option<u16> {
 }
 
 /// The range `free_loopback_port` draws from: `BATON_PORT_RANGE` when it is a valid
-/// `LOW-HIGH` below the ephemeral range, else 10000–19999.
+/// `LOW-HIGH`, else 10000–19999.
 fn port_range() -> (u16, u16) {
     let parse = |v: &str| {
         let (l, h) = v.split_once('-')?;
         let (l, h) = (l.trim().parse::<u16>().ok()?, h.trim().parse::<u16>().ok()?);
-        (1024 <= l && l <= h && h < 32768).then_some((l, h))
+        (1024 <= l && l <= h).then_some((l, h))
     };
     std::env::var("BATON_PORT_RANGE").ok().as_deref().and_then(parse).unwrap_or((10_000, 19_999))
 }

@@ -8,6 +8,8 @@
 
 suite_rust() {
     ensure_toolchain
+    # libfaketime: the CLI's SQLite test steps a process's wall clock.
+    ensure_apt_packages faketime
     local -a ex; mapfile -t ex < <(exclude_args)
     local list="$ROOT/target/test-binaries.tsv"
     timed "cargo test --no-run (every test binary, once)" \

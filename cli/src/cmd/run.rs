@@ -10,6 +10,7 @@ use serde::Serialize;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::group::Group;
 use crate::exit::{self, Failure};
 use crate::output::{self, human};
 use crate::url::StoreChoice;
@@ -21,6 +22,11 @@ use crate::url::StoreChoice;
 /// lease is lost while CMD runs (ttl expired, or the store stopped answering past the
 /// lease), CMD gets SIGTERM (--signal), then SIGKILL after --grace, and baton exits 76. SIGINT,
 /// SIGTERM and SIGHUP sent to baton are forwarded to CMD.
+///
+/// CMD runs in a process group of its own, and every signal goes to the whole group (a
+/// pipeline's processes, a script's children). Processes CMD leaves behind in its group
+/// are killed when it ends, before the lock is released; and if baton itself dies, even
+/// of SIGKILL, a reaper process kills the group at once, before the lease can lapse.
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
 pub(crate) struct Args {
@@ -67,7 +73,7 @@ struct Report<'a> {
 }
 
 pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result<u8, Failure> {
-    let ttl = args.ttl.as_deref().map(|v| exit::duration("--ttl", v)).transpose()?;
+    let ttl = args.ttl.as_deref().map(|v| exit::lease("--ttl", v)).transpose()?;
     let wait = args.wait.as_deref().map(|v| exit::duration_or_zero("--wait", v)).transpose()?;
     let stop = Stop { signal: parse_signal(&args.signal)?, grace: exit::duration_or_zero("--grace", &args.grace)? };
     exit::check_name(&args.name)?;
@@ -139,7 +145,7 @@ async fn hold_and_run(
         ));
     }
 
-    let mut child = match spawn(&args.cmd, &guard) {
+    let (mut child, group) = match spawn(&args.cmd, &guard) {
         Ok(c) => c,
         Err(f) => {
             // The command never ran: nothing it did needs the lease, so a release error
@@ -149,7 +155,9 @@ async fn hold_and_run(
         }
     };
     let held_since = Instant::now();
-    let (status, lost) = supervise(&mut child, &guard, stop, signals).await;
+    let (status, lost) = supervise(&mut child, &group, &guard, stop, signals).await;
+    // Nothing of the command's tree may go on without the lock.
+    group.end();
     let held = held_since.elapsed();
     let released = guard.release().await;
 
@@ -196,11 +204,15 @@ async fn hold_and_run(
     outcome
 }
 
-/// Starts the command with the lock's identity in its environment.
-fn spawn(cmd: &[OsString], guard: &LockGuard) -> Result<Child, Failure> {
+/// Starts the command, in a process group of its own with its reaper, with the lock's
+/// identity in its environment.
+fn spawn(cmd: &[OsString], guard: &LockGuard) -> Result<(Child, Group), Failure> {
     let (program, rest) = cmd.split_first().ok_or_else(|| Failure::usage("no command given after NAME"))?;
+    let mut group =
+        Group::start().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start the command's reaper: {e}")))?;
     let mut command = Command::new(program);
     command.args(rest).env("BATON_FENCING_TOKEN", guard.token().to_string()).env("BATON_LOCK_NAME", guard.name());
+    command.process_group(group.pgid);
     #[cfg(target_os = "linux")]
     {
         let baton_pid = std::process::id() as libc::pid_t;
@@ -222,7 +234,7 @@ fn spawn(cmd: &[OsString], guard: &LockGuard) -> Result<Child, Failure> {
             });
         }
     }
-    command.spawn().map_err(|e| {
+    let child = command.spawn().map_err(|e| {
         let shown = program.to_string_lossy();
         match e.kind() {
             std::io::ErrorKind::NotFound => {
@@ -230,7 +242,9 @@ fn spawn(cmd: &[OsString], guard: &LockGuard) -> Result<Child, Failure> {
             }
             _ => Failure::new(exit::CANNOT_EXEC, format!("cannot run `{shown}`: {e}")),
         }
-    })
+    })?;
+    group.take_terminal();
+    Ok((child, group))
 }
 
 /// How a command is stopped after its lease is lost.
@@ -265,6 +279,7 @@ fn parse_signal(value: &str) -> Result<i32, Failure> {
 /// Returns its status and whether the lease was lost.
 async fn supervise(
     child: &mut Child,
+    group: &Group,
     guard: &LockGuard,
     stop: Stop,
     signals: &mut Signals,
@@ -284,27 +299,17 @@ async fn supervise(
                     "baton: the lease on `{}` (token {}) was lost; sending {} to the command{then}",
                     guard.name(), guard.token(), sig_name(stop.signal)
                 );
-                send(child, stop.signal);
+                group.signal(stop.signal);
                 if stop.signal != libc::SIGKILL {
                     kill_at = Some(tokio::time::Instant::now() + stop.grace);
                 }
             }
             () = tokio::time::sleep_until(deadline), if kill_at.is_some() => {
                 eprintln!("baton: the command outlived the grace period; sending SIGKILL");
-                send(child, libc::SIGKILL);
+                group.signal(libc::SIGKILL);
                 kill_at = None;
             }
-            sig = signals.recv() => send(child, sig),
-        }
-    }
-}
-
-/// Sends `sig` to the command unless it was already reaped (its pid may be reused then).
-fn send(child: &Child, sig: i32) {
-    if let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
-        // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child.
-        unsafe {
-            libc::kill(pid, sig);
+            sig = signals.recv() => group.signal(sig),
         }
     }
 }

@@ -71,7 +71,7 @@ impl Grant {
 
     /// Sets the lease to `lease` from now.
     pub(crate) async fn extend(&self, lease: Duration) -> Result<()> {
-        let lease = crate::duration::validate("lease extension", lease)?;
+        let lease = crate::duration::validate_lease("lease extension", lease)?;
         let ctx = &self.slot.spec.ctx;
         ctx.check_open()?;
         if self.held.lost.is_cancelled() {

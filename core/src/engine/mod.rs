@@ -39,6 +39,23 @@ pub(crate) fn mark_lost(key: &Key, token: FencingToken, lost: &CancellationToken
     }
 }
 
+/// How much of a lease the holder never counts on, on every store: the clock-rate
+/// difference allowed between the holder's and the store's clocks (2 % of the lease) plus
+/// the holder's own lateness at noticing that its deadline passed (a timer fired late on a
+/// loaded machine, the lost signal reaching its listeners): 50 ms. A store adds its own
+/// (`Store::lease_margin`: Redlock's drift between nodes, etcd's cached keep-alives).
+pub(crate) fn drift_margin(lease: Duration) -> Duration {
+    lease / 50 + Duration::from_millis(50)
+}
+
+/// The holder's local end of a lease of `lease` whose request was sent at `sent`: the
+/// store measured the lease from the moment the request reached it, later than `sent`,
+/// so this end comes before the store's by at least the margins.
+pub(crate) fn local_end(backend: &dyn Store, sent: Instant, lease: Duration) -> Instant {
+    let margin = drift_margin(lease) + backend.lease_margin(lease);
+    sent + lease.saturating_sub(margin)
+}
+
 /// What every handle of one client shares: the store, the runtime, the identity.
 #[derive(Debug)]
 pub(crate) struct Ctx {
@@ -265,7 +282,7 @@ impl Held {
     fn start(slot: &Arc<Slot>, token: FencingToken, started: Instant) -> Arc<Held> {
         let spec = &slot.spec;
         let length = spec.lease.length();
-        let deadline = Mutex::new(started + length.saturating_sub(spec.ctx.backend.lease_margin(length)));
+        let deadline = Mutex::new(local_end(&*spec.ctx.backend, started, length));
         let lost = CancellationToken::new();
         let held = Arc::new(Held {
             key: spec.key.clone(),
@@ -305,8 +322,8 @@ impl Held {
         *self.deadline.locked() = at;
     }
 
-    /// Moves the local lease end after a successful renewal or extend.
+    /// Moves the local lease end after a successful renewal or extend sent at `sent`.
     fn extended(&self, sent: Instant, lease: Duration) {
-        self.set_deadline(sent + lease.saturating_sub(self.backend.lease_margin(lease)));
+        self.set_deadline(local_end(&*self.backend, sent, lease));
     }
 }

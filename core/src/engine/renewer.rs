@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use crate::rt::{Instant, sleep_until, timeout};
+use crate::rt::{Instant, sleep_until, timeout, timeout_at};
 use tokio::sync::Notify;
 
 use super::Held;
@@ -22,10 +22,6 @@ use crate::store::Store;
 /// Leases renewed per store call (Redisson's `lockWatchdogBatchSize`).
 pub(crate) const BATCH: usize = 100;
 
-/// How long the store may take to say what is left of a ttl lease whose local deadline
-/// passed before the lease counts as lost.
-const TTL_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
-
 #[derive(Debug)]
 struct Entry {
     held: Weak<Held>,
@@ -34,13 +30,16 @@ struct Entry {
 
 #[derive(Debug)]
 enum Kind {
-    /// Renewed with `lease` every `period`, next at `due`.
-    Watchdog { lease: Duration, period: Duration, due: Instant },
-    /// Not renewed: when its deadline (`Held::deadline`, moved by `extend`) passes, the
-    /// store, whose clock is authoritative and which may have seen an extension from
-    /// elsewhere (`PermitSemaphore::update_lease`), says whether it still stands
-    /// (`checking`: that question is out).
-    Ttl { checking: bool },
+    /// Renewed with `lease` every `period`, next at `due`; `sending`: a renewal is out.
+    /// Whatever a renewal still out may bring, the lease counts as lost once its local
+    /// deadline (`Held::deadline`, moved only by answered renewals) passes.
+    Watchdog { lease: Duration, period: Duration, due: Instant, sending: bool },
+    /// Not renewed: lost when its deadline (`Held::deadline`, moved by `extend`) passes,
+    /// unless the store, asked a little before (`checking`: that question is out), says
+    /// the lease was extended from elsewhere (`PermitSemaphore::update_lease`). `settled`:
+    /// the deadline the store last confirmed unchanged, not asked about again.
+    /// `again`: asked too early to tell, asked again then.
+    Ttl { checking: bool, settled: Option<Instant>, again: Option<Instant> },
 }
 
 #[derive(Debug, Default)]
@@ -71,8 +70,11 @@ impl Shared {
     }
 
     /// Wakes the loop if it would look later than `at` (the lock is let go first).
-    fn look_by(&self, entries: std::sync::MutexGuard<'_, Entries>, at: Instant) {
+    fn look_by(&self, mut entries: std::sync::MutexGuard<'_, Entries>, at: Instant) {
         let wake = entries.next_look.is_none_or(|next| next > at);
+        if wake {
+            entries.next_look = Some(at);
+        }
         drop(entries);
         if wake {
             self.wake.notify_one();
@@ -98,27 +100,39 @@ impl Renewer {
     pub(crate) fn add(&self, held: &Arc<Held>, lease: Duration, period: Duration, started: Instant) {
         let due = started + period;
         // When `collect` takes it (it renews a third of a period early).
-        let look = due.checked_sub(period / 3).unwrap_or(due);
-        let entry = Entry { held: Arc::downgrade(held), kind: Kind::Watchdog { lease, period, due } };
+        let look = due.checked_sub(period / 3).unwrap_or(due).min(held.deadline());
+        let entry = Entry { held: Arc::downgrade(held), kind: Kind::Watchdog { lease, period, due, sending: false } };
         self.shared.insert(held.live_id, entry, look);
     }
 
     /// Watches the explicit-ttl lease of `held`: fires its lost signal once its deadline
-    /// has passed and the store no longer holds it.
+    /// has passed and the store has not said that it was extended.
     pub(crate) fn watch_ttl(&self, held: &Arc<Held>) {
-        let entry = Entry { held: Arc::downgrade(held), kind: Kind::Ttl { checking: false } };
-        self.shared.insert(held.live_id, entry, held.deadline());
+        let entry =
+            Entry { held: Arc::downgrade(held), kind: Kind::Ttl { checking: false, settled: None, again: None } };
+        self.shared.insert(held.live_id, entry, ask_at(held.deadline()));
     }
 
     /// A deadline moved (an `extend`): the loop must look by `at` (a shorter lease).
     pub(crate) fn look_by(&self, at: Instant) {
-        self.shared.look_by(self.shared.entries(), at);
+        self.shared.look_by(self.shared.entries(), ask_at(at));
     }
 
     /// Stops renewing the grant `live_id`.
     pub(crate) fn remove(&self, live_id: u64) {
         self.shared.entries().map.remove(&live_id);
     }
+}
+
+/// How long before a ttl lease's local deadline the store is asked whether it was
+/// extended elsewhere: an answer must arrive before the deadline to count.
+const TTL_ASK_AHEAD: Duration = Duration::from_millis(250);
+
+/// How soon a store that could not tell is asked again, before the deadline.
+const TTL_ASK_AGAIN: Duration = Duration::from_millis(100);
+
+fn ask_at(deadline: Instant) -> Instant {
+    deadline.checked_sub(TTL_ASK_AHEAD).unwrap_or(deadline)
 }
 
 /// One renewal due now.
@@ -133,24 +147,24 @@ struct Due {
 async fn run(shared: Arc<Shared>, backend: Arc<dyn Store>) {
     loop {
         let notified = shared.wake.notified();
-        let Look { due, expired, next } = collect(&shared);
-        // Each on its own: a store slow to answer must not hold up the renewals.
-        for (id, held) in expired {
+        let Look { due, ask, next } = collect(&shared);
+        // Each on its own: a store slow to answer must hold up neither the other
+        // renewals nor this loop, which fires the lost signals at the deadlines.
+        for (id, held) in ask {
             crate::rt::spawn(check_ttl(shared.clone(), backend.clone(), id, held));
         }
-        if due.is_empty() {
-            match next {
-                Some(at) => {
-                    tokio::select! {
-                        _ = sleep_until(at) => {}
-                        _ = notified => {}
-                    }
-                }
-                None => notified.await,
-            }
-            continue;
+        if !due.is_empty() {
+            crate::rt::spawn(renew(shared.clone(), backend.clone(), due));
         }
-        renew(&shared, &*backend, due).await;
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    _ = sleep_until(at) => {}
+                    _ = notified => {}
+                }
+            }
+            None => notified.await,
+        }
     }
 }
 
@@ -159,110 +173,154 @@ struct Look {
     /// Watchdog renewals to send now.
     due: Vec<Due>,
     /// Ttl leases to ask the store about (live id, grant).
-    expired: Vec<(u64, Arc<Held>)>,
-    /// When the next entry falls due.
+    ask: Vec<(u64, Arc<Held>)>,
+    /// When the loop must look again.
     next: Option<Instant>,
 }
 
-/// Takes the watchdog entries due now or within the next third of their period (renewing
-/// a little early so that leases granted at different moments share batches) and the ttl
-/// entries whose deadline passed, and the time the next one falls due.
+/// Fires the lost signal of every lease whose local deadline passed; takes the watchdog
+/// entries due now or within the next third of their period (renewing a little early so
+/// that leases granted at different moments share batches) and the ttl entries near their
+/// deadline; and says when to look next.
 fn collect(s: &Shared) -> Look {
     let now = Instant::now();
     let mut entries = s.entries();
-    entries.map.retain(|_, e| e.held.strong_count() > 0);
-    let (mut due, mut expired) = (Vec::new(), Vec::new());
+    let (mut due, mut ask, mut lapsed) = (Vec::new(), Vec::new(), Vec::new());
     let mut next: Option<Instant> = None;
     let mut later = |at: Instant| next = Some(next.map_or(at, |n: Instant| n.min(at)));
-    for (id, e) in entries.map.iter_mut() {
-        let Some(held) = e.held.upgrade() else { continue };
+    entries.map.retain(|id, e| {
+        let Some(held) = e.held.upgrade() else { return false };
+        let end = held.deadline();
+        if end <= now {
+            lapsed.push(held);
+            return false;
+        }
+        later(end);
         match &mut e.kind {
-            Kind::Watchdog { lease, period, due: at } => {
+            Kind::Watchdog { sending: true, .. } => {}
+            Kind::Watchdog { lease, period, due: at, sending } => {
                 if *at <= now + *period / 3 {
+                    *sending = true;
                     due.push(Due { id: *id, held, lease: *lease, period: *period });
                 } else {
-                    later(*at);
+                    later(*at - *period / 3);
                 }
             }
-            Kind::Ttl { checking: true } => {}
-            Kind::Ttl { checking } => {
-                let at = held.deadline();
+            Kind::Ttl { checking: true, .. } => {}
+            Kind::Ttl { settled: Some(at), .. } if *at == end => {}
+            Kind::Ttl { checking, again, .. } => {
+                let at = again.unwrap_or_else(|| ask_at(end));
                 if at <= now {
                     *checking = true;
-                    expired.push((*id, held));
+                    ask.push((*id, held));
                 } else {
                     later(at);
                 }
             }
         }
+        true
+    });
+    entries.next_look = next;
+    drop(entries);
+    for held in lapsed {
+        held.mark_lost();
     }
-    // With renewals due, the loop looks again as soon as they are sent.
-    entries.next_look = if due.is_empty() { next } else { Some(now) };
-    Look { due, expired, next }
+    Look { due, ask, next }
 }
 
-/// Asks the store about a ttl lease whose local deadline passed: still held (extended
-/// from elsewhere, or the local deadline was conservative) moves the deadline to what the
-/// store says is left; gone, or no answer in time, fires the lost signal.
+/// Asks the store about a ttl lease near its local deadline: an answer that arrives in
+/// time and moves the lease's end later (an extension from elsewhere) moves the local
+/// deadline; gone fires the lost signal; otherwise the deadline stands.
 async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: Arc<Held>) {
-    let left = lease_left(&*backend, &held.key, &held.holder).await;
+    let (sent, end) = (Instant::now(), held.deadline());
+    let left = timeout_at(end, lease_left(&*backend, &held.key, &held.holder)).await;
     let mut entries = shared.entries();
-    // Released meanwhile: nothing to report.
+    // Released or lapsed meanwhile: nothing to report.
     let Some(entry) = entries.map.get_mut(&id) else { return };
+    let mut settled = Some(end);
+    let mut again = None;
     match left {
-        Some(left) => {
-            let at = Instant::now() + left;
-            held.set_deadline(at);
-            entry.kind = Kind::Ttl { checking: false };
-            shared.look_by(entries, at);
+        Ok(Some(Some(left))) => {
+            let later = super::local_end(&*backend, sent, left);
+            if later > end && held.deadline() == end {
+                held.set_deadline(later);
+                settled = None;
+            } else if Instant::now() + TTL_ASK_AGAIN < end {
+                // Still held, no later than planned as far as the store can tell (etcd
+                // counts whole seconds): an extension may yet land before the deadline.
+                settled = None;
+                again = Some(Instant::now() + TTL_ASK_AGAIN);
+            }
         }
-        None => {
+        Ok(Some(None)) => {
             entries.map.remove(&id);
             drop(entries);
             held.mark_lost();
+            return;
         }
+        // No answer in time, or an error: the deadline stands.
+        Ok(None) | Err(_) => {}
     }
+    entry.kind = Kind::Ttl { checking: false, settled, again };
+    let at = again.unwrap_or_else(|| ask_at(held.deadline()));
+    shared.look_by(entries, at);
 }
 
-/// What the store says is left of `holder`'s lease (`None`: gone, or no answer in time).
-async fn lease_left(backend: &dyn Store, key: &Key, holder: &str) -> Option<Duration> {
-    let info = timeout(TTL_CHECK_TIMEOUT, backend.inspect(key)).await.ok()?.ok()?;
-    let left = info.holders.iter().find(|h| h.owner == holder)?.lease_left?;
-    (!left.is_zero()).then_some(left)
+/// What the store says is left of `holder`'s lease: `Some(None)` when it holds nothing,
+/// `Some(Some(left))` when it holds (zero when the store cannot tell: etcd reports whole
+/// seconds), `None` with no answer.
+async fn lease_left(backend: &dyn Store, key: &Key, holder: &str) -> Option<Option<Duration>> {
+    let info = backend.inspect(key).await.ok()?;
+    Some(info.holders.iter().find(|h| h.owner == holder).map(|h| h.lease_left.unwrap_or_default()))
 }
 
-async fn renew(shared: &Shared, backend: &dyn Store, mut due: Vec<Due>) {
-    due.sort_by_key(|d| d.lease);
+/// Sends one set of renewals. Each batch waits for its answer at most one renewal period
+/// (then it is retried, perhaps over a new connection); an answer counts from the moment
+/// its request was sent, and only while the grant is still live.
+async fn renew(shared: Arc<Shared>, backend: Arc<dyn Store>, mut due: Vec<Due>) {
+    due.sort_by_key(|d| (d.lease, d.period));
     for chunk in due.chunk_by(|a, b| a.lease == b.lease).flat_map(|c| c.chunks(BATCH)) {
         let lease = chunk[0].lease;
+        let patience = chunk.iter().map(|d| d.period).min().unwrap_or(lease).max(Duration::from_millis(100));
         let items: Vec<(Key, String)> = chunk.iter().map(|d| (d.held.key.clone(), d.held.holder.clone())).collect();
         let sent = Instant::now();
-        // A batch that hangs past the lease is as good as a failed one.
-        let out = match timeout(lease, backend.renew_many(&items, lease)).await {
+        let out = match timeout(patience, backend.renew_many(&items, lease)).await {
             Ok(Ok(v)) if v.len() == items.len() => Some(v),
             _ => None,
         };
         let renewed = out.as_ref().map_or(0, |v| v.iter().filter(|ok| **ok).count());
         crate::observe::renewals(renewed, chunk.len() - renewed);
         let mut entries = shared.entries();
+        let mut lost = Vec::new();
+        let mut look: Option<Instant> = None;
         for (i, d) in chunk.iter().enumerate() {
-            let Some(Entry { kind: Kind::Watchdog { due, .. }, .. }) = entries.map.get_mut(&d.id) else { continue };
-            match out.as_ref().map(|v| v[i]) {
-                Some(true) => {
+            let Some(Entry { kind: Kind::Watchdog { due, sending, .. }, .. }) = entries.map.get_mut(&d.id) else {
+                continue;
+            };
+            *sending = false;
+            let next = match out.as_ref().map(|v| v[i]) {
+                Some(true) if !d.held.lost.is_cancelled() => {
                     d.held.extended(sent, lease);
-                    *due = sent + d.period;
+                    sent + d.period
                 }
-                Some(false) => {
-                    d.held.mark_lost();
+                Some(_) => {
                     entries.map.remove(&d.id);
-                }
-                None if Instant::now() >= d.held.deadline() => {
-                    d.held.mark_lost();
-                    entries.map.remove(&d.id);
+                    lost.push(d.held.clone());
+                    continue;
                 }
                 // Failed but the lease may still stand: retry sooner than a full period.
-                None => *due = Instant::now() + (d.period / 4).max(Duration::from_millis(50)),
-            }
+                None => Instant::now() + (d.period / 4).max(Duration::from_millis(50)),
+            };
+            *due = next;
+            let at = next.checked_sub(d.period / 3).unwrap_or(next);
+            look = Some(look.map_or(at, |l| l.min(at)));
+        }
+        match look {
+            Some(at) => shared.look_by(entries, at),
+            None => drop(entries),
+        }
+        for held in lost {
+            held.mark_lost();
         }
     }
 }
@@ -382,6 +440,9 @@ mod tests {
         g.extend(Duration::from_millis(700)).await.unwrap();
         // Bound: 700 ms plus generous slack, far below the first 60 s lease.
         tokio::time::timeout(Duration::from_secs(10), g.lost()).await.expect("lost after the shorter lease");
-        assert!(t0.elapsed() >= Duration::from_millis(690), "lost after only {:?}", t0.elapsed());
+        // Lost at the local deadline: the lease less the drift margin.
+        let lease = Duration::from_millis(700);
+        let at_least = lease - crate::engine::drift_margin(lease) - Duration::from_millis(10);
+        assert!(t0.elapsed() >= at_least, "lost after only {:?}", t0.elapsed());
     }
 }

@@ -59,14 +59,30 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         watchdog: matches!(spec.lease, crate::options::Lease::Watchdog { .. }),
     };
     let mut place = queued.then(|| QueuePlace::new(slot));
-    let mut sub = None;
+    let mut sub: Option<Box<dyn crate::store::Subscription>> = None;
     let first = Instant::now();
+    let mut outage = Outage::default();
     loop {
         let started = Instant::now();
         // `_under_way` counts the attempt as under way until its grant is recorded (below,
         // with no await in between), so that no other attempt of this slot takes it for
         // a stray meanwhile.
-        let (attempt, _under_way) = attempt(slot, &req).await?;
+        // In an outage, an attempt may not run past the moment the waiter gives up.
+        let tried = match outage.give_up {
+            Some(at) => crate::rt::timeout_at(at, attempt(slot, &req)).await.map_err(|_| outage.failure()),
+            None => Ok(attempt(slot, &req).await),
+        };
+        let (attempt, _under_way) = match tried? {
+            Ok(a) => {
+                outage.over();
+                a
+            }
+            Err(e) => {
+                outage.ride(e, wait).await?;
+                sub = None;
+                continue;
+            }
+        };
         let retry = match attempt {
             Attempt::Granted { token, count, fresh } => {
                 if let Some(p) = place.as_mut() {
@@ -95,7 +111,10 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         let Some(s) = sub.as_mut() else {
             // Subscribe, then attempt again at once: a release between the first attempt
             // and the subscription would otherwise go unnoticed.
-            sub = Some(spec.ctx.backend.subscribe_for(&spec.key, &req).await?);
+            match spec.ctx.backend.subscribe_for(&spec.key, &req).await {
+                Ok(s) => sub = Some(s),
+                Err(e) => outage.ride(e, wait).await?,
+            }
             continue;
         };
         // Queue places must be refreshed well within their ttl.
@@ -108,8 +127,53 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         if let Some(d) = deadline {
             until = until.min(d);
         }
-        s.changed(until).await?;
+        if let Err(e) = s.changed(until).await {
+            sub = None;
+            outage.ride(e, wait).await?;
+        }
         spec.ctx.check_open()?;
+    }
+}
+
+/// How long a waiter rides out a store it cannot reach (a restart, a failover) before it
+/// gives up with the store's error: within its wait, at most this long from the first
+/// failure in a row.
+pub(crate) const RIDE_OUT: Duration = Duration::from_secs(2);
+
+/// The store failures in a row of one acquire.
+#[derive(Default)]
+struct Outage {
+    /// When the waiter gives up, while failures go on.
+    give_up: Option<Instant>,
+    pause: Duration,
+    last: Option<Error>,
+}
+
+impl Outage {
+    fn over(&mut self) {
+        (self.give_up, self.last) = (None, None);
+    }
+
+    /// The error to give up with.
+    fn failure(&mut self) -> Error {
+        self.last.take().unwrap_or_else(|| Error::connection("the store could not be reached"))
+    }
+
+    /// Returns after a pause when a waiter may try again after `e`; otherwise `e`.
+    async fn ride(&mut self, e: Error, wait: Wait) -> Result<()> {
+        let Wait::Until(deadline) = wait else { return Err(e) };
+        if e.kind() != crate::ErrorKind::Connection {
+            return Err(e);
+        }
+        let now = Instant::now();
+        let give_up = *self.give_up.get_or_insert_with(|| deadline.map_or(now + RIDE_OUT, |d| d.min(now + RIDE_OUT)));
+        if now >= give_up {
+            return Err(e);
+        }
+        self.last = Some(e);
+        self.pause = (self.pause * 2).clamp(Duration::from_millis(50), Duration::from_millis(400));
+        crate::rt::sleep_until((now + self.pause).min(give_up)).await;
+        Ok(())
     }
 }
 

@@ -47,7 +47,7 @@ impl PermitSemaphore {
     async fn take(&self, lease: Option<Duration>, wait: Wait) -> Result<Option<Permit>> {
         let pool = self.pool()?;
         let lease = match lease {
-            Some(d) => Lease::Ttl(crate::duration::validate("permit lease", d)?),
+            Some(d) => Lease::Ttl(crate::duration::validate_lease("permit lease", d)?),
             None => pool.lease,
         };
         pool.take(permit_id(), 1, lease, wait).await
@@ -92,7 +92,7 @@ impl PermitSemaphore {
     /// `NotHeld` when no live permit has this id.
     pub async fn update_lease(&self, id: &str, lease: Duration) -> Result<()> {
         let pool = self.pool()?;
-        let lease = crate::duration::validate("permit lease", lease)?;
+        let lease = crate::duration::validate_lease("permit lease", lease)?;
         pool.ctx.check_open()?;
         if pool.ctx.backend.renew(&pool.key, id, lease).await? {
             Ok(())

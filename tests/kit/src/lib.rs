@@ -9,7 +9,11 @@
 
 pub mod behaviour;
 pub mod etcd;
+mod etcd_cluster;
+mod relay;
 mod servers;
 
 pub use baton_lab::OwnRedis;
+pub use etcd_cluster::OwnEtcdCluster;
+pub use relay::Relay;
 pub use servers::{Certs, SentinelSetup, TestServers, free_port, tools_present};

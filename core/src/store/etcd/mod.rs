@@ -128,6 +128,11 @@ impl Store for Etcd {
         }
     }
 
+    /// A renewal may reuse a session keep-alive sent a little earlier (`session::freshness`).
+    fn lease_margin(&self, lease: Duration) -> Duration {
+        session::freshness(lock::secs(lease_ms(lease)))
+    }
+
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
         match key.family {
             _ if self.scheme == LockScheme::V3Lock => {

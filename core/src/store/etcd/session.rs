@@ -26,31 +26,47 @@ pub(crate) struct Session {
     pub(crate) lease: i64,
     ttl_s: i64,
     lost: AtomicBool,
-    /// When etcd last answered that the lease is alive.
+    /// When the last keep-alive that etcd answered "alive" was sent (etcd restarted the
+    /// lease's ttl on receiving it, so later than this).
     alive_at: Mutex<Instant>,
     /// One keep-alive at a time; callers that waited for it share its answer.
     turn: tokio::sync::Mutex<()>,
 }
 
+/// The keep-alive period of a session lease of `ttl_s` seconds.
+fn period(ttl_s: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ttl_s).unwrap_or(1).saturating_mul(1000) / 3)
+}
+
+/// How long before a renewal asked a keep-alive it reuses may have been sent (a tenth of
+/// the period, at most 250 ms): the renewals of one batch, asked together, share one
+/// keep-alive however long it takes. A renewal that reuses one vouches for the lease from
+/// when that keep-alive was sent, up to this much before the renewal: the store's lease
+/// margin covers it (`Etcd::lease_margin`).
+pub(crate) fn freshness(ttl_s: i64) -> Duration {
+    (period(ttl_s) / 10).min(Duration::from_millis(250))
+}
+
 impl Session {
     fn period(&self) -> Duration {
-        Duration::from_millis(u64::try_from(self.ttl_s).unwrap_or(1).saturating_mul(1000) / 3)
+        period(self.ttl_s)
     }
 
-    /// Whether the lease is still alive: from a keep-alive answered lately (a sixth of the
-    /// ttl, at most a second), else from a new one.
+    /// Whether the lease is still alive: from a keep-alive sent lately (`freshness` before
+    /// this call at most), else from a new one.
     pub(crate) async fn refresh(&self, t: &dyn Transport) -> Result<bool> {
+        let asked = Instant::now();
         let _turn = self.turn.lock().await;
         if self.lost.load(Ordering::Acquire) {
             return Ok(false);
         }
-        let fresh = (self.period() / 2).min(Duration::from_secs(1));
-        if self.alive_at.locked().elapsed() < fresh {
+        if *self.alive_at.locked() + freshness(self.ttl_s) >= asked {
             return Ok(true);
         }
+        let sent = Instant::now();
         let alive = t.lease_keepalive(self.lease).await? > 0;
         if alive {
-            *self.alive_at.locked() = Instant::now();
+            *self.alive_at.locked() = sent;
         } else {
             self.lost.store(true, Ordering::Release);
         }
@@ -98,12 +114,13 @@ impl Sessions {
         if let Some(s) = self.current(ttl_s) {
             return Ok(s);
         }
+        let sent = Instant::now();
         let lease = self.t.lease_grant(ttl_s).await?;
         let s = Arc::new(Session {
             lease,
             ttl_s,
             lost: AtomicBool::new(false),
-            alive_at: Mutex::new(Instant::now()),
+            alive_at: Mutex::new(sent),
             turn: tokio::sync::Mutex::default(),
         });
         let task = AbortOnDrop(crate::rt::spawn(keep_alive(self.t.clone(), Arc::downgrade(&s))));

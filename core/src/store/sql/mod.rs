@@ -2,6 +2,8 @@
 //! state as JSON, changed inside one transaction per step by the shared rules of
 //! `crate::state`. Names are always bound as parameters, never interpolated.
 
+#[cfg(feature = "sqlite")]
+mod boot_clock;
 pub(crate) mod config;
 mod fence;
 #[cfg(feature = "mysql")]

@@ -4,13 +4,13 @@
 //!
 //! SQLite cannot announce changes to other processes, so waiters poll a per-key version
 //! with capped, jittered backoff; waiters in the same process are woken at once.
-//! Leases use this machine's wall clock (the "server" clock of an embedded store), so a
-//! large clock jump shortens or lengthens live leases.
+//! Leases are measured on `CLOCK_BOOTTIME` (`boot_clock`), monotonic and shared by every
+//! process of the machine: a step of the wall clock changes no lease.
 
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -48,6 +48,14 @@ pub(crate) struct Sqlite {
 struct Db {
     pool: SqlitePool,
     path: String,
+    /// The file's lease-clock base for this boot (`boot_clock`).
+    clock: u64,
+}
+
+impl Db {
+    fn now_ms(&self) -> u64 {
+        super::boot_clock::now_ms(self.clock)
+    }
 }
 
 impl Sqlite {
@@ -68,7 +76,7 @@ impl Sqlite {
         // table, steps SQLite may refuse with "database is locked" without waiting in the
         // busy handler: tried again, within the busy timeout.
         let deadline = tokio::time::Instant::now() + busy;
-        let pool = loop {
+        let (pool, clock) = loop {
             match open_pool(opts.clone(), busy).await {
                 Err(e) if is_locked(&e) && tokio::time::Instant::now() < deadline => {
                     let pause = Duration::from_millis(rand::random_range(10..50));
@@ -79,7 +87,7 @@ impl Sqlite {
         };
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(&path));
         let wakes = Wakes::for_store(&format!("sqlite:{}", canonical.display()));
-        Ok(Sqlite { db: Arc::new(Db { pool, path }), wakes })
+        Ok(Sqlite { db: Arc::new(Db { pool, path, clock }), wakes })
     }
 }
 
@@ -89,15 +97,16 @@ impl Db {
     }
 }
 
-/// A pool on `opts` with the table made.
-async fn open_pool(opts: SqliteConnectOptions, busy: Duration) -> std::result::Result<SqlitePool, sqlx::Error> {
+/// A pool on `opts` with the tables made, and the file's lease-clock base.
+async fn open_pool(opts: SqliteConnectOptions, busy: Duration) -> std::result::Result<(SqlitePool, u64), sqlx::Error> {
     let pool = SqlitePoolOptions::new()
         .max_connections(8)
         .acquire_timeout(busy + Duration::from_secs(5))
         .connect_with(opts)
         .await?;
     sqlx::query(SCHEMA).execute(&pool).await?;
-    Ok(pool)
+    let clock = super::boot_clock::base(&pool).await?;
+    Ok((pool, clock))
 }
 
 /// SQLITE_BUSY (5) or SQLITE_LOCKED (6), primary or extended.
@@ -108,11 +117,6 @@ fn is_locked(e: &sqlx::Error) -> bool {
 
 fn open_error(path: &str, e: sqlx::Error) -> Error {
     Error::connection(format!("cannot open the SQLite database {path}: {e}")).with_source(e)
-}
-
-/// Milliseconds since the Unix epoch on this machine's clock.
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[async_trait]
@@ -144,7 +148,7 @@ impl StateStore for Sqlite {
                 .await
                 .map_err(|e| db.err(e))?;
         let (json, version) = row.map_or((None, 0), |(s, v)| (Some(s), v));
-        let step = step(json.as_deref(), version, now_ms(), f)?;
+        let step = step(json.as_deref(), version, db.now_ms(), f)?;
         write_state::<sqlx::Sqlite>(&mut tx, UPSERT, key, step.write.as_deref(), step.version)
             .await
             .map_err(|e| db.err(e))?;
@@ -160,7 +164,7 @@ impl StateStore for Sqlite {
             .fetch_optional(&db.pool)
             .await
             .map_err(|e| db.err(e))?;
-        Ok((decode(json.as_deref())?, now_ms()))
+        Ok((decode(json.as_deref())?, db.now_ms()))
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {

@@ -43,8 +43,22 @@ pub async fn bad_durations(store: &Store) {
     expect_kind(c.lock_with(&name, huge_ttl).acquire().await, ErrorKind::InvalidArgument, "ttl");
     let inverted = LockOptions::new().lease(Duration::from_secs(1)).renew_every(Duration::from_secs(2));
     expect_kind(c.lock_with(&name, inverted).acquire().await, ErrorKind::InvalidArgument, "renewal");
+    // Under the minimum lease (100 ms), everywhere: ttl, watchdog lease, extend, permit
+    // lease, and the URL's `lease` option.
+    for short in [Duration::from_micros(500), Duration::from_millis(99)] {
+        let ttl = LockOptions::new().ttl(short);
+        expect_kind(c.lock_with(&name, ttl).acquire().await, ErrorKind::InvalidArgument, "minimum lease");
+        let lease = LockOptions::new().lease(short).renew_every(short / 3);
+        expect_kind(c.lock_with(&name, lease).acquire().await, ErrorKind::InvalidArgument, "minimum lease");
+        let psem = c.permit_semaphore(&name, 1);
+        expect_kind(psem.acquire_lease(short).await, ErrorKind::InvalidArgument, "minimum lease");
+    }
+    let sep = if store.url.contains('?') { '&' } else { '?' };
+    let e = baton::Client::connect(&format!("{}{sep}lease=50ms", store.url)).await.err();
+    assert_eq!(e.map(|e| e.kind()), Some(ErrorKind::InvalidArgument), "?lease=50ms must be refused");
     let g = lock.acquire().await.unwrap();
     expect_kind(g.extend(Duration::ZERO).await, ErrorKind::InvalidArgument, "lease");
+    expect_kind(g.extend(Duration::from_millis(20)).await, ErrorKind::InvalidArgument, "minimum lease");
     g.release().await.unwrap();
     expect_kind(c.count_down_latch(&name).wait_timeout(Duration::ZERO).await, ErrorKind::InvalidArgument, "timeout");
     expect_kind(c.semaphore(&name, 1).acquire_timeout(Duration::MAX).await, ErrorKind::InvalidArgument, "timeout");

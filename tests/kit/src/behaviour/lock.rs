@@ -127,10 +127,12 @@ pub async fn ttl_expiry_is_lost(store: &Store) {
     assert!(!g.is_lost());
     // Bound: 800 ms lease plus slack for timers on a loaded machine.
     bounded("lost() after ttl", Duration::from_secs(5), g.lost()).await;
-    // Not before the ttl (the lease is measured from before the request, so never early),
-    // and not much after: the timer fires at the ttl and confirms with the store.
+    // At the holder's local deadline: the ttl measured from before the request, less the
+    // drift margin (2 % + 50 ms, 66 ms here) and the store's own (etcd's reused
+    // keep-alives: 33 ms here), so a little before the store's own expiry, never after it;
+    // and not much after that.
     let at = t0.elapsed();
-    assert!(at >= Duration::from_millis(790), "lost after only {at:?}");
+    assert!(at >= Duration::from_millis(690), "lost after only {at:?}");
     assert!(at < Duration::from_millis(2300), "lost signalled only after {at:?} for an 800 ms ttl");
     assert!(g.is_lost());
     let g2 = bounded("acquire after expiry", Duration::from_secs(5), b.lock(&name).acquire()).await.unwrap();

@@ -85,6 +85,9 @@ impl Grpc {
             etcd_client::Error::GRpcStatus(s) if i32::from(s.code()) == 2 && s.message() == "transport error" => {
                 Error::connection(msg)
             }
+            etcd_client::Error::GRpcStatus(s) if super::auth_refused(i32::from(s.code()), s.message()) => {
+                Error::connection(msg)
+            }
             _ => Error::backend(msg),
         }
     }

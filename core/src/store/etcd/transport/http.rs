@@ -172,7 +172,15 @@ impl Http {
         let what = if e.error.is_empty() { e.message } else { e.error };
         let msg = format!("{}: {} answered {status}: {what} (code {})", self.store, self.endpoints[idx], e.code);
         // 14: Unavailable (no leader, stopping member): worth another endpoint.
-        if e.code == 14 || status == 503 { Error::connection(msg) } else { Error::backend(msg) }
+        if e.code == 14
+            || status == 503
+            || status == 401
+            || super::auth_refused(i32::try_from(e.code).unwrap_or(0), &what)
+        {
+            Error::connection(msg)
+        } else {
+            Error::backend(msg)
+        }
     }
 }
 

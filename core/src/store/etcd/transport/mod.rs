@@ -28,3 +28,10 @@ pub(crate) async fn connect(cfg: &EtcdConfig) -> Result<Arc<dyn Transport>> {
         _ => Err(Error::unsupported(format!("`{}://` is not available in this build of baton", cfg.url_scheme()))),
     }
 }
+
+/// Whether etcd refused the credentials (gRPC 16 Unauthenticated, or 3 with etcd's
+/// "authentication failed"): a `Connection` error, as a refused password is on every
+/// store, so `baton run` exits with one code for it whatever the store.
+pub(crate) fn auth_refused(code: i32, message: &str) -> bool {
+    code == 16 || message.contains("authentication failed") || message.contains("invalid auth token")
+}

@@ -338,7 +338,9 @@ fn failover_error(e: &RedisError) -> bool {
 /// do not carry it, and `store` is redacted).
 fn error(store: &str, e: RedisError) -> Error {
     let msg = format!("{store}: {e}");
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+    // A refused password is `Connection` on every store (one exit code for it in `baton run`).
+    let refused = matches!(e.code(), Some("WRONGPASS" | "NOAUTH"));
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() || refused {
         Error::connection(msg).with_source(e)
     } else if msg.contains("WRONGTYPE") {
         Error::backend(format!(

@@ -108,8 +108,9 @@ impl Client {
         call::run(async move { client.inspect(&name).await.map(Inspection::from) }).await
     }
 
-    /// Releases everything this client holds and closes the store connection.
-    pub async fn close(&self) -> Result<(), FfiError> {
+    /// Releases everything this client holds and closes the store connection (not
+    /// `close`: uniffi's Kotlin objects have `close()` already, which frees the object).
+    pub async fn shutdown(&self) -> Result<(), FfiError> {
         let client = self.inner.clone();
         call::run(async move {
             client.close().await;

@@ -89,7 +89,7 @@ class Client internal constructor(private val raw: dev.baton.ffi.Client) : AutoC
     val isClosed: Boolean get() = raw.isClosed()
 
     /** Releases everything this client holds and closes the store connection (suspending). */
-    suspend fun shutdown() = native { raw.close() }
+    suspend fun shutdown() = native { raw.shutdown() }
 
     /** Releases everything this client holds, closes the connection and frees the native client. */
     override fun close() {

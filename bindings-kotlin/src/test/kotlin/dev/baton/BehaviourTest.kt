@@ -1,5 +1,6 @@
 package dev.baton
 
+import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.async
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.launch
@@ -26,13 +27,13 @@ class BehaviourTest {
         fun urls() = Stores.urls()
     }
 
-    private fun <T> on(url: String, body: suspend (Client, Client) -> T): T = runBlocking {
+    private fun <T> on(url: String, body: suspend CoroutineScope.(Client, Client) -> T): T = runBlocking {
         Baton.connect(url).use { a -> Baton.connect(url).use { b -> body(a, b) } }
     }
 
     @ParameterizedTest
     @MethodSource("urls")
-    fun `lock excludes, tokens grow, release twice is NotHeld`(url: String) = on(url) { a, b ->
+    fun `lock excludes, tokens grow, release twice is NotHeld`(url: String): Unit = on(url) { a, b ->
         val name = Stores.name("lock")
         val g1 = a.lock(name).acquire(10.seconds)
         assertNull(b.lock(name).tryAcquire(), "a second client must not get a held lock")
@@ -54,7 +55,7 @@ class BehaviourTest {
 
     @ParameterizedTest
     @MethodSource("urls")
-    fun `withLock releases, fair lock, multi lock`(url: String) = on(url) { a, b ->
+    fun `withLock releases, fair lock, multi lock`(url: String): Unit = on(url) { a, b ->
         val name = Stores.name("with")
         val token = a.lock(name).withLock(5.seconds) { g ->
             assertNull(b.lock(name).tryAcquire())
@@ -78,7 +79,7 @@ class BehaviourTest {
 
     @ParameterizedTest
     @MethodSource("urls")
-    fun `rw lock shares reads and excludes writes`(url: String) = on(url) { a, b ->
+    fun `rw lock shares reads and excludes writes`(url: String): Unit = on(url) { a, b ->
         val name = Stores.name("rw")
         val r1 = a.rwLock(name).read()
         val r2 = b.rwLock(name).tryRead()
@@ -93,7 +94,7 @@ class BehaviourTest {
 
     @ParameterizedTest
     @MethodSource("urls")
-    fun `semaphores count permits, latch counts down`(url: String) = on(url) { a, b ->
+    fun `semaphores count permits, latch counts down`(url: String): Unit = on(url) { a, b ->
         val name = Stores.name("sem")
         val p1 = a.semaphore(name, 3).acquire(2)
         assertEquals(2, p1.count)
@@ -112,7 +113,8 @@ class BehaviourTest {
         assertNull(b.permitSemaphore(ps, 1).tryAcquire())
         b.permitSemaphore(ps, 1).release(permit.id) // anyone may release by id
         b.permitSemaphore(ps, 1).tryAcquire()!!.close()
-        permit.close()
+        // Its holder learns it on release: the grant is gone.
+        assertThrows<BatonException.LockLost> { permit.close() }
 
         val latch = Stores.name("latch")
         assertTrue(a.countDownLatch(latch).trySetCount(2))
@@ -121,12 +123,14 @@ class BehaviourTest {
         assertEquals(1, a.countDownLatch(latch).countDown())
         assertEquals(0, a.countDownLatch(latch).countDown())
         assertTrue(withTimeout(10.seconds) { waiting.await() })
-        assertThrows<BatonException.Timeout> { runBlocking { a.semaphore(name, 3).acquire(4, 100.milliseconds) } }
+        a.semaphore(name, 3).acquire().use {
+            assertThrows<BatonException.Timeout> { runBlocking { b.semaphore(name, 3).acquire(3, 100.milliseconds) } }
+        }
     }
 
     @ParameterizedTest
     @MethodSource("urls")
-    fun `a cancelled or interrupted wait leaves nothing held`(url: String) = on(url) { a, b ->
+    fun `a cancelled or interrupted wait leaves nothing held`(url: String): Unit = on(url) { a, b ->
         val name = Stores.name("cancel")
         val held = a.lock(name).acquire()
         // Coroutine cancellation (withTimeout) of a waiting acquire.
@@ -177,7 +181,9 @@ class BehaviourTest {
             val sem = client.semaphore(Stores.name("jsem"), 2)
             sem.acquireBlocking(2, null).use { assertEquals(0, sem.availableBlocking()) }
             val rw = client.rwLock(Stores.name("jrw"))
-            rw.writeLock.acquireBlocking().use { assertNull(rw.readLock.tryAcquireBlocking()) }
+            rw.writeLock.acquireBlocking().use {
+                Baton.connectBlocking(url).use { other -> assertNull(other.rwLock(rw.name).readLock.tryAcquireBlocking()) }
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ import kotlin.time.Duration.Companion.seconds
 /** Errors by kind, panics, and bad input raising the right subclass. */
 class ErrorsTest {
     @Test
-    fun `every kind of the core maps to the subclass of its name`() = runBlocking {
+    fun `every kind of the core maps to the subclass of its name`(): Unit = runBlocking {
         val kinds = Baton.errorKinds()
         assertEquals(ErrorKind.entries.map { it.name }, kinds, "ErrorKind mirrors the core's list")
         for (name in kinds) {
@@ -27,7 +27,7 @@ class ErrorsTest {
     }
 
     @Test
-    fun `a panic in native code is a Backend error, and the JVM goes on`() = runBlocking {
+    fun `a panic in native code is a Backend error, and the JVM goes on`(): Unit = runBlocking {
         val e = assertThrows<BatonException.Backend> { runBlocking { native { dev.baton.ffi.testPanic() } } }
         assertTrue(e.message!!.contains("deliberate panic"), e.message)
         Baton.connect("memory://${Stores.run}-after-panic").use { c -> c.lock("x").acquire().close() }
@@ -42,7 +42,7 @@ class ErrorsTest {
     }
 
     @Test
-    fun `bad names, durations and counts are InvalidArgument`() = runBlocking {
+    fun `bad names, durations and counts are InvalidArgument`(): Unit = runBlocking {
         Baton.connect("memory://${Stores.run}-bad").use { c ->
             for (name in listOf("", "x".repeat(10_000), "a\u0000b")) {
                 assertThrows<BatonException.InvalidArgument>(name.take(10)) { runBlocking { c.lock(name).acquire() } }
@@ -70,7 +70,7 @@ class ErrorsTest {
     }
 
     @Test
-    fun `a closed client is Closed`() = runBlocking {
+    fun `a closed client is Closed`(): Unit = runBlocking {
         val c = Baton.connect("memory://${Stores.run}-closed")
         val lock = c.lock("x")
         c.shutdown()

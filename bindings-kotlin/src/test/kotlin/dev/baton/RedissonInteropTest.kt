@@ -189,7 +189,7 @@ class RedissonInteropTest {
     }
 
     @Test
-    fun `the lost signal fires when the hold is deleted behind the client`() = runBlocking(Dispatchers.Default) {
+    fun `the lost signal fires when the hold is deleted behind the client`(): Unit = runBlocking(Dispatchers.Default) {
         val name = Stores.name("lost")
         Baton.connect("$url?lease=2s&renew=200ms").use { client ->
             val guard = client.lock(name).acquire()

@@ -81,14 +81,15 @@ impl Client {
 
     /// A semaphore of `permits` permits.
     pub fn semaphore(&self, name: String, permits: i64, options: LockOptions) -> Arc<Semaphore> {
-        let inner = count("permits", permits).and_then(|n| options.core().map(|o| self.inner.semaphore_with(&name, n, o)));
+        let inner =
+            count("permits", permits).and_then(|n| options.core().map(|o| self.inner.semaphore_with(&name, n, o)));
         Semaphore::new(inner, name)
     }
 
     /// A semaphore whose permits have ids and leases of their own.
     pub fn permit_semaphore(&self, name: String, permits: i64, options: LockOptions) -> Arc<PermitSemaphore> {
-        let inner =
-            count("permits", permits).and_then(|n| options.core().map(|o| self.inner.permit_semaphore_with(&name, n, o)));
+        let inner = count("permits", permits)
+            .and_then(|n| options.core().map(|o| self.inner.permit_semaphore_with(&name, n, o)));
         PermitSemaphore::new(inner, name)
     }
 

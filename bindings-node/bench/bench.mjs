@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
-import { _noop, _noopSettled, connect } from 'baton';
+import { _noop, _noopSettled, connect } from 'baton-lock';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);

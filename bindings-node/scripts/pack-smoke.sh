@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Packs bindings-node with `npm pack`, installs the tarball into an empty folder, and runs
+# Packs bindings-node with `npm pack` (or takes the tarball given as $1, e.g. the one of
+# `scripts/package node`), installs the tarball into an empty folder, and runs
 # a smoke script there (ESM import, CommonJS require, and the shipped typings through tsc);
 # then does the same with `npm install <folder>`. Checks that the tarball holds README.md.
 # Run after `npm run build`.
@@ -12,7 +13,7 @@ trap 'rm -rf "$TMP"' EXIT
 smoke() {   # smoke DIR: the installed package works from DIR
     local app=$1
     cat >"$app/smoke.mjs" <<'JS'
-import { connect, BatonError } from 'baton';
+import { connect, BatonError } from 'baton-lock';
 const client = await connect('memory://smoke');
 const guard = await client.lock('smoke').acquire({ timeoutMs: 1000 });
 if (typeof guard.token !== 'bigint') throw new Error('token is not a bigint');
@@ -24,7 +25,7 @@ await client.close();
 console.log(`esm ok, token ${guard.token}`);
 JS
     cat >"$app/smoke.cjs" <<'JS'
-const { connect } = require('baton');
+const { connect } = require('baton-lock');
 connect('memory://smoke-cjs').then(async (client) => {
   const n = await client.lock('x').using(async (g) => g.token);
   await client.close();
@@ -32,7 +33,7 @@ connect('memory://smoke-cjs').then(async (client) => {
 });
 JS
     cat >"$app/smoke.ts" <<'TS'
-import { connect, type LockGuard } from 'baton';
+import { connect, type LockGuard } from 'baton-lock';
 export async function f(): Promise<bigint> {
   const client = await connect('memory://');
   await using guard: LockGuard = await client.lock('x').acquire({ timeoutMs: 1_000 });
@@ -47,7 +48,11 @@ TS
 }
 
 cd "$PKG"
-tgz=$(npm pack --silent --pack-destination "$TMP" | tail -n 1)
+if [[ -n ${1:-} ]]; then
+    cp "$1" "$TMP/" && tgz=$(basename "$1")
+else
+    tgz=$(npm pack --silent --pack-destination "$TMP" | tail -n 1)
+fi
 echo "packed $tgz ($(du -h "$TMP/$tgz" | cut -f1)): $(tar tzf "$TMP/$tgz" | wc -l) files"
 # npm ships a README at the package root whatever `files` says; make sure it is there.
 # (grep without -q reads the whole listing: an early exit would fail tar under pipefail.)

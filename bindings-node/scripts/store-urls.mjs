@@ -4,7 +4,7 @@
 // scripts/suites/50-node.sh passes the list to the tests as BATON_TEST_URLS, as the
 // Python suite's conftest does for its own run.
 
-import { connect } from 'baton';
+import { connect } from 'baton-lock';
 
 const found = [];
 for (const [key, url] of Object.entries(process.env).sort()) {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { BatonError, connect, type Client } from 'baton';
+import { BatonError, connect, type Client } from 'baton-lock';
 
 import { eventually, label, noFairOrLatch, rejectsWith, settlesWithin, sleep, storeUrls, uniq } from './helpers.js';
 

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 
 import Redis from 'ioredis';
 
-import { BatonError, connect } from 'baton';
+import { BatonError, connect } from 'baton-lock';
 
 import { uniq } from './helpers.js';
 

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import * as baton from 'baton';
-import { BatonError, connect, errorCodes, type Client } from 'baton';
+import * as baton from 'baton-lock';
+import { BatonError, connect, errorCodes, type Client } from 'baton-lock';
 
 import { rejectsWith, uniq } from './helpers.js';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 
-import { connect } from 'baton';
+import { connect } from 'baton-lock';
 
 import { label, sqliteUrl, tempDir, uniq } from './helpers.js';
 

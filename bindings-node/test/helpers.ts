@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { BatonError, type BatonErrorCode } from 'baton';
+import { BatonError, type BatonErrorCode } from 'baton-lock';
 
 /** A fresh directory under the system temp dir. */
 export function tempDir(tag: string): string {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describe, it } from 'node:test';
 
-import { connect } from 'baton';
+import { connect } from 'baton-lock';
 
 import { label, sleep, sqliteUrl, uniq } from './helpers.js';
 

@@ -23,7 +23,7 @@ function sample(lang: string): string {
   return m[1]!;
 }
 
-/** Runs a script from inside the package, where `import 'baton'` resolves to it. */
+/** Runs a script from inside the package, where `import 'baton-lock'` resolves to it. */
 function run(file: string): string {
   return execFileSync(process.execPath, [file], { encoding: 'utf8', timeout: 60_000 });
 }

@@ -238,18 +238,35 @@ fn demo_oversells_without_the_lock_and_not_with_it() {
 #[test]
 fn inspect_shows_the_holder_of_a_running_command() {
     let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_url(dir.path(), "i.db");
-    let token_file = dir.path().join("token");
+    inspect_shows_the_holder_on(&sqlite_url(dir.path(), "i.db"), "held/one", dir.path());
+}
+
+/// The same on ZooKeeper: `baton run` and `baton inspect` on `zk://`.
+#[test]
+fn run_and_inspect_on_zookeeper() {
+    let Ok(url) = std::env::var("BATON_TEST_ZK_URL") else {
+        assert!(std::env::var_os("CI").is_none(), "BATON_TEST_ZK_URL unset (`scripts/services start`)");
+        eprintln!("BATON_TEST_ZK_URL unset: skipping");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("held/zk-{}", std::process::id());
+    inspect_shows_the_holder_on(&url, &name, dir.path());
+}
+
+fn inspect_shows_the_holder_on(url: &str, name: &str, dir: &Path) {
+    let url = url.to_owned();
+    let token_file = dir.join("token");
     let script = format!("echo $BATON_FENCING_TOKEN > {}; exec sleep 30", token_file.display());
     let holder = baton()
-        .args(["run", "--url", &url, "held/one", "--", "sh", "-c", &script])
+        .args(["run", "--url", &url, name, "--", "sh", "-c", &script])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let inspect = |json: bool| {
         let mut c = baton();
-        c.args(["inspect", "--url", &url, "held/one"]);
+        c.args(["inspect", "--url", &url, name]);
         if json {
             c.arg("--json");
         }
@@ -276,14 +293,14 @@ fn inspect_shows_the_holder_of_a_running_command() {
 
     // A second run cannot get in: a bounded wait fails with EX_TEMPFAIL.
     let busy = run_to_end(
-        baton().args(["run", "--url", &url, "--wait", "300ms", "held/one", "--", "true"]),
+        baton().args(["run", "--url", &url, "--wait", "300ms", name, "--", "true"]),
         Duration::from_secs(30),
         "run --wait",
     );
     assert_eq!(busy.status.code(), Some(75), "stderr: {}", stderr(&busy));
-    assert!(stderr(&busy).contains("held/one"));
+    assert!(stderr(&busy).contains(name));
     let busy = run_to_end(
-        baton().args(["run", "--url", &url, "--wait", "0", "held/one", "--", "true"]),
+        baton().args(["run", "--url", &url, "--wait", "0", name, "--", "true"]),
         Duration::from_secs(30),
         "run",
     );
@@ -395,8 +412,8 @@ fn bench_runs_on_the_runtime_asked_for() {
 /// On the networked stores too, `baton bench` runs the three user scenarios and only
 /// those (the store investigations are the `baton-benches` crate's criterion benches).
 #[test]
-fn bench_on_redlock_and_etcd_reports_the_user_scenarios() {
-    for var in ["BATON_TEST_REDLOCK_URL", "BATON_TEST_ETCD_URL"] {
+fn bench_on_redlock_etcd_and_zk_reports_the_user_scenarios() {
+    for var in ["BATON_TEST_REDLOCK_URL", "BATON_TEST_ETCD_URL", "BATON_TEST_ZK_URL"] {
         let Ok(url) = std::env::var(var) else {
             assert!(std::env::var_os("CI").is_none(), "{var} unset (`scripts/services start`)");
             eprintln!("{var} unset: skipping");

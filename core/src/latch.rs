@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use crate::rt::Instant;
 
 use crate::engine::Ctx;
 use crate::error::{Error, Result};

@@ -1,8 +1,11 @@
 # shellcheck shell=bash
-# fmt and clippy over the Rust workspace.
+# fmt and clippy over the Rust workspace; the unit tests of the scripts' Python helpers.
 
 suite_lint() {
     ensure_toolchain
+    # scripts/bench-peers' report (summary, SVG plots) on a recorded sample: a second or two.
+    command -v python3 >/dev/null || ensure_apt_packages python3
+    step "python unittest scripts/lib" 2m python3 -m unittest discover -s "$ROOT/scripts/lib" -p 'test_*.py'
     step "cargo fmt --check" 5m cargo fmt --all -- --check
     # Every crate, the bindings' cdylibs too (their tests run in their own suites).
     step "cargo clippy -D warnings" 30m cargo clippy --workspace --all-targets --all-features -- -D warnings
@@ -10,7 +13,7 @@ suite_lint() {
     step "cargo clippy (no default features)" 15m cargo clippy -p baton --no-default-features -- -D warnings
     # Each store feature alone (cargo-hack's --each-feature, without the extra tool).
     local f
-    for f in sqlite postgres mysql redis redlock etcd etcd-http; do
+    for f in sqlite postgres mysql redis redlock etcd etcd-http zookeeper; do
         step "cargo clippy (only $f)" 15m cargo clippy -p baton --no-default-features --features "$f" -- -D warnings
     done
 }

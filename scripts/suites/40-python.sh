@@ -1,9 +1,10 @@
 # shellcheck shell=bash
-# The Python package, as a user gets it: `pip install ./bindings-python` into a fresh venv
-# (a real PEP 517 build: pip fetches maturin from PyPI and builds the release extension),
-# then the pytest suite over every store URL of the environment (memory:// and sqlite://
-# always; BATON_TEST_*_URL from the services suite when it ran first), `mypy --strict` on
-# the typing sample, and stubtest on the hand-written stubs.
+# The Python package, as a user gets it: the abi3 wheel `baton-lock` that
+# `scripts/package python` builds (maturin, release extension) into target/dist/,
+# installed into a fresh venv, then the pytest suite over every store URL of the
+# environment (memory:// and sqlite:// always; BATON_TEST_*_URL from the services suite
+# when it ran first), `mypy --strict` on the typing sample, and stubtest on the
+# hand-written stubs.
 #
 #   BATON_PYTHON   the interpreter to build the venv from (default: python3, ≥ 3.9)
 
@@ -26,7 +27,9 @@ suite_python() {
 
     step "python venv (fresh)" 5m "$py" -m venv --clear "$venv"
     step "pip install pytest mypy" 10m "${in_venv[@]}" "$vpy" -m pip install -q pytest mypy
-    step "pip install ./bindings-python" 60m "${in_venv[@]}" "$vpy" -m pip install "$ROOT/bindings-python"
+    step "wheel (scripts/package python)" 60m "$ROOT/scripts/package" python
+    BATON_PYTHON_PACKED=1   # the xlang suite installs this wheel as it is
+    step "pip install the wheel" 10m "${in_venv[@]}" "$vpy" -m pip install "$ROOT"/target/dist/baton_lock-*.whl
     step "mypy --strict (typing sample)" 10m "${in_venv[@]}" "$vpy" -m mypy --strict \
         "$ROOT/bindings-python/tests/typing_check.py"
     step "stubtest baton._baton" 10m "${in_venv[@]}" "$vpy" -m mypy.stubtest baton._baton

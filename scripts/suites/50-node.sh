@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# The Node binding (bindings-node/, npm package `baton`): npm install, napi build + tsc,
+# The Node binding (bindings-node/, npm package `baton-lock`): npm install, napi build + tsc,
 # the `node --test` suite (behaviour × store URLs, cross-process and cross-thread
-# exclusion, event-loop liveness, errors, README sample, typings), then `npm pack` and an
-# install of the tarball (and of the folder) into an empty directory.
+# exclusion, event-loop liveness, errors, README sample, typings), then the tarball of
+# `scripts/package node` (target/dist/baton-lock-VERSION.tgz) and an install of it (and of
+# the folder) into an empty directory.
 #
 # Extra store URLs for the behaviour and exclusion tests: BATON_TEST_URLS (space-separated:
 # cluster URLs hold commas;
@@ -26,5 +27,8 @@ suite_node() {
     fi
     log "   node stores beyond memory:// and sqlite://: ${BATON_TEST_URLS:-none}"
     step "node --test (bindings-node)" 30m npm --prefix "$dir" test
-    step "npm pack + install into an empty folder" 10m bash "$dir/scripts/pack-smoke.sh"
+    step "npm tarball (scripts/package node)" 10m env BATON_NODE_SKIP_BUILD=1 "$ROOT/scripts/package" node
+    BATON_NODE_PACKED=1   # the xlang suite installs this tarball as it is
+    step "tarball + folder installed into an empty folder" 10m bash "$dir/scripts/pack-smoke.sh" \
+        "$(ls "$ROOT"/target/dist/baton-lock-*.tgz)"
 }

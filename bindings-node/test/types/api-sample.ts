@@ -27,8 +27,8 @@ import {
   type SemaphoreAcquireOptions,
   type SemaphoreTryOptions,
   type WaitOptions,
-} from 'baton';
-import * as baton from 'baton';
+} from 'baton-lock';
+import * as baton from 'baton-lock';
 
 export async function sample(url: string): Promise<void> {
   const client: Client = await connect(url);

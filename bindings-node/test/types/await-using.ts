@@ -1,7 +1,7 @@
 // `await using` with the package's guards and client (TypeScript ≥ 5.2 down-levels it for
 // Node 20); type-checked here, and run by the behaviour suite's own `await using` tests.
 
-import { connect } from 'baton';
+import { connect } from 'baton-lock';
 
 export async function scoped(url: string): Promise<bigint> {
   await using client = await connect(url);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use crate::rt::Instant;
 
 use super::{Held, Slot};
 use crate::FencingToken;
@@ -132,7 +132,7 @@ impl Drop for Grant {
         let (slot, held, count) = (self.slot.clone(), self.held.clone(), self.count);
         let rt = slot.spec.ctx.rt.clone();
         rt.spawn(async move {
-            let _ = tokio::time::timeout(DROP_RELEASE_TIMEOUT, release(slot, held, count)).await;
+            let _ = crate::rt::timeout(DROP_RELEASE_TIMEOUT, release(slot, held, count)).await;
         });
     }
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use crate::rt::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::FencingToken;
@@ -114,13 +114,12 @@ impl Ctx {
         };
         for held in live {
             held.stop();
-            let _ =
-                tokio::time::timeout(Duration::from_secs(5), self.backend.release(&held.key, &held.holder, u32::MAX))
-                    .await;
+            let _ = crate::rt::timeout(Duration::from_secs(5), self.backend.release(&held.key, &held.holder, u32::MAX))
+                .await;
             held.lost.cancel();
         }
         // Bounded: a store that cannot close cleanly must not hang the caller.
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.backend.close()).await;
+        let _ = crate::rt::timeout(Duration::from_secs(5), self.backend.close()).await;
     }
 
     fn track(&self, held: &Arc<Held>) {

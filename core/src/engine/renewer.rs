@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::rt::{Instant, sleep_until, timeout};
 use tokio::sync::Notify;
-use tokio::time::{Instant, sleep_until, timeout};
 
 use super::Held;
 use crate::key::Key;
@@ -136,7 +136,7 @@ async fn run(shared: Arc<Shared>, backend: Arc<dyn Store>) {
         let Look { due, expired, next } = collect(&shared);
         // Each on its own: a store slow to answer must not hold up the renewals.
         for (id, held) in expired {
-            tokio::spawn(check_ttl(shared.clone(), backend.clone(), id, held));
+            crate::rt::spawn(check_ttl(shared.clone(), backend.clone(), id, held));
         }
         if due.is_empty() {
             match next {

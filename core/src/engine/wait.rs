@@ -5,8 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::rt::Instant;
 use rand::Rng;
-use tokio::time::Instant;
 
 use super::{Grant, Slot};
 use crate::error::{Error, Result};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use crate::rt::Instant;
 
 use super::{Lock, LockGuard};
 use crate::FencingToken;

@@ -6,9 +6,9 @@ use crate::sync::{LockExt, Registry};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::rt::Instant;
 use async_trait::async_trait;
 use tokio::sync::watch;
-use tokio::time::Instant;
 
 use super::stateful::{Op, StateStore};
 use super::{Subscription, WatchSub};

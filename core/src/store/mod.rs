@@ -16,12 +16,14 @@ mod sql;
 mod stateful;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod wakes;
+#[cfg(feature = "zookeeper")]
+mod zk;
 
 use std::fmt;
 use std::time::Duration;
 
+use crate::rt::Instant;
 use async_trait::async_trait;
-use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::inspect::Inspection;
@@ -46,7 +48,7 @@ impl Subscription for WatchSub {
     async fn changed(&mut self, until: Instant) -> Result<()> {
         // The sender outlives every subscription; an error would only mean a spurious
         // wake-up, which the engine tolerates.
-        let _ = tokio::time::timeout_at(until, self.0.changed()).await;
+        let _ = crate::rt::timeout_at(until, self.0.changed()).await;
         Ok(())
     }
 }
@@ -61,7 +63,7 @@ pub(crate) struct AnyOf(pub(crate) Vec<Box<dyn Subscription>>);
 impl Subscription for AnyOf {
     async fn changed(&mut self, until: Instant) -> Result<()> {
         if self.0.is_empty() {
-            tokio::time::sleep_until(until).await;
+            crate::rt::sleep_until(until).await;
             return Ok(());
         }
         futures_util::future::select_all(self.0.iter_mut().map(|s| s.changed(until))).await.0

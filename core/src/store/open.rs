@@ -12,6 +12,8 @@ use super::redis;
 use super::redlock;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 use super::sql;
+#[cfg(feature = "zookeeper")]
+use super::zk;
 use crate::error::{Error, Result};
 use crate::url::StoreUrl;
 
@@ -33,7 +35,7 @@ const KNOWN_SCHEMES: &[(&str, Option<&str>)] = &[
     ("postgresql", Some("postgres")),
     ("mysql", Some("mysql")),
     ("sqlite", Some("sqlite")),
-    ("zk", None),
+    ("zk", Some("zookeeper")),
 ];
 
 /// Opens the store `url` names.
@@ -56,6 +58,8 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Store>> {
         "etcd" | "etcds" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
         #[cfg(feature = "etcd-http")]
         "etcd+http" | "etcd+https" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
+        #[cfg(feature = "zookeeper")]
+        "zk" => Ok(Arc::new(zk::Zk::open(url).await?)),
         s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
             Some((_, Some(feature))) => Err(Error::unsupported(format!(
                 "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"

@@ -52,9 +52,9 @@ mod poll {
     use std::sync::Arc;
     use std::time::Duration;
 
+    use crate::rt::{Instant, sleep_until};
     use async_trait::async_trait;
     use tokio::sync::watch;
-    use tokio::time::{Instant, sleep_until};
 
     use super::Wakes;
     use crate::engine::backoff::Backoff;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use crate::rt::Instant;
 use async_trait::async_trait;
-use tokio::time::Instant;
 
 use super::Etcd;
 use super::lock;

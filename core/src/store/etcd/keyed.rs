@@ -15,8 +15,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::rt::Instant;
 use async_trait::async_trait;
-use tokio::time::Instant;
 
 use super::lock::{Local, Value, encode, secs};
 use super::session::Session;

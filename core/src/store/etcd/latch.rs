@@ -2,7 +2,9 @@
 //! `crate::state`), rewritten by a txn guarded on its mod revision and retried on
 //! conflict; waiters watch that key.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::rt::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 
@@ -59,7 +61,7 @@ impl StateStore for Latches {
             }
             // Another process wrote in between: read again after a short, jittered pause.
             let ms = rand::random_range(0..=u64::from(attempt.min(20)) + 1);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
+            crate::rt::sleep(Duration::from_millis(ms)).await;
         }
         Err(Error::backend(format!("etcd: too many conflicting updates of {key} in a row")))
     }

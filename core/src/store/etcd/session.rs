@@ -12,7 +12,9 @@ use crate::sync::LockExt;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::rt::Instant;
 
 use super::transport::Transport;
 use crate::error::Result;
@@ -104,7 +106,7 @@ impl Sessions {
             alive_at: Mutex::new(Instant::now()),
             turn: tokio::sync::Mutex::default(),
         });
-        let task = AbortOnDrop(tokio::spawn(keep_alive(self.t.clone(), Arc::downgrade(&s))));
+        let task = AbortOnDrop(crate::rt::spawn(keep_alive(self.t.clone(), Arc::downgrade(&s))));
         self.live.locked().insert(ttl_s, (s.clone(), task));
         Ok(s)
     }
@@ -143,7 +145,7 @@ impl Sessions {
 async fn keep_alive(t: Arc<dyn Transport>, s: Weak<Session>) {
     loop {
         let Some(period) = s.upgrade().map(|s| s.period()) else { return };
-        tokio::time::sleep(period.max(Duration::from_millis(100))).await;
+        crate::rt::sleep(period.max(Duration::from_millis(100))).await;
         let Some(s) = s.upgrade() else { return };
         match s.refresh(&*t).await {
             Ok(true) => {}

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::rt::Instant;
 use async_trait::async_trait;
-use tokio::time::Instant;
 
 use super::lock::{self, Local, LockKeys};
 use super::transport::{Range, Transport, WatchStream};
@@ -15,7 +15,7 @@ use crate::store::Subscription;
 
 /// Sleeps a little after a failed watch (the engine re-checks on return anyway).
 pub(crate) async fn pause(until: Instant) {
-    tokio::time::sleep_until(until.min(Instant::now() + Duration::from_millis(100))).await;
+    crate::rt::sleep_until(until.min(Instant::now() + Duration::from_millis(100))).await;
 }
 
 /// A lock waiter's subscription: each wait reads the queue and watches the deletion of
@@ -142,9 +142,11 @@ pub(crate) struct KeySub {
 impl KeySub {
     /// Opened (and confirmed) before the engine's next attempt, from now: that attempt
     /// reads, and every later change is on the watch.
+    /// A watch refused now (too many open: the browser's connection limit) is tried again
+    /// by the first wait, which then returns at once, as after any failed watch.
     pub(crate) async fn start(t: Arc<dyn Transport>, key: &[u8], deletes: bool) -> Result<KeySub> {
-        let stream = t.watch(Range::key(key), None).await?;
-        Ok(KeySub { t, key: key.to_vec(), deletes, stream: Some(stream) })
+        let stream = t.watch(Range::key(key), None).await.ok();
+        Ok(KeySub { t, key: key.to_vec(), deletes, stream })
     }
 }
 

@@ -155,37 +155,89 @@ macro_rules! cross_process_suite {
 }
 
 /// Expands into one `#[tokio::test]` per check, for the store the path `$make` (a
-/// `fn() -> Store`) returns.
+/// `fn() -> Store`) returns. The checks are written once, in sets named for what they need
+/// of a store; a store that lacks something leaves out whole sets, by name:
+///
+/// - `core`: locks, read-write locks, semaphores, permit semaphores, multi-locks, errors;
+/// - `contended`: the 16 × 200 contended-grant count (slow where every grant is a raft write);
+/// - `fair`: the fair lock, and the checks that take one beside other primitives;
+/// - `latch`: the count-down latch, and the checks that wait on one.
+///
+/// `behaviour_suite!(crate::store)` runs every set; `behaviour_suite!(crate::store; except
+/// fair, latch)` leaves those two out (an unknown set name does not compile). Stores that run
+/// a few chosen checks only (lock-only schemes) list them with `@tests`.
 #[macro_export]
 macro_rules! behaviour_suite {
     ($make:path) => {
+        $crate::behaviour_suite!($make; except);
+    };
+    ($make:path; except $($set:ident),* $(,)?) => {
+        $( $crate::behaviour_suite!(@known $set); )*
+        $crate::behaviour_suite!(@set core $make; $($set)*);
+        $crate::behaviour_suite!(@set contended $make; $($set)*);
+        $crate::behaviour_suite!(@set fair $make; $($set)*);
+        $crate::behaviour_suite!(@set latch $make; $($set)*);
+    };
+    (@known core) => {};
+    (@known contended) => {};
+    (@known fair) => {};
+    (@known latch) => {};
+    (@known $other:ident) => {
+        compile_error!(concat!("behaviour_suite!: no check set named `", stringify!($other),
+            "` (sets: core, contended, fair, latch)"));
+    };
+    // A set named in the except list expands to nothing; any other name is passed over.
+    (@set core $make:path; core $($rest:ident)*) => {};
+    (@set contended $make:path; contended $($rest:ident)*) => {};
+    (@set fair $make:path; fair $($rest:ident)*) => {};
+    (@set latch $make:path; latch $($rest:ident)*) => {};
+    (@set $set:ident $make:path; $head:ident $($rest:ident)*) => {
+        $crate::behaviour_suite!(@set $set $make; $($rest)*);
+    };
+    (@set $set:ident $make:path;) => {
+        $crate::behaviour_suite!(@checks $set $make);
+    };
+    (@checks core $make:path) => {
         $crate::behaviour_suite!(@tests $make;
-            lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter,
+            lock::try_and_timeout, lock::release_wakes_waiter,
             lock::reentrancy, lock::owner_option_reenters, lock::ttl_expiry_is_lost,
             lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock, lock::stalled_holder_frees,
             lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
             lock::cancelled_acquire_leaves_nothing, lock::close_releases,
-            fair::grants_in_request_order, fair::vanished_waiter_is_skipped,
+            lock::watchdog_default_renewal, lock::watchdog_renews_many, lock::dropped_reentrant_guards,
             rw::readers_share_writer_excludes, rw::writer_not_starved, rw::downgrade_and_no_upgrade,
-            semaphore::never_more_than_permits, semaphore::many_and_available, semaphore::crashed_permits_return,
-            permits::ids_and_release_by_id, permits::lease_expiry_and_update,
-            latch::set_count_down_wait, latch::wait_timeout,
-            multi::all_or_nothing, multi::no_deadlock,
-            errors::bad_names, errors::bad_durations, errors::bad_permits, errors::bad_urls, errors::closed_client,
-            // Added with the conformance pass: gaps of the list above.
-            lock::watchdog_default_renewal, lock::fencing_tokens_grow, lock::close_releases_every_primitive,
-            lock::pending_calls_fail_on_close,
-            fair::dropped_waiter_leaves_queue, fair::random_cancellation_leaves_no_queue_place, fair::fair_exclusion,
             rw::many_readers_at_once, rw::release_wakes_reader, rw::upgrade_waiting_forms_fail_fast,
             rw::reentrant_read_and_write, rw::crashed_writer_lease_ends, rw::vanished_writer_unblocks_readers,
+            rw::random_cancellation_leaves_no_writer_place,
+            semaphore::never_more_than_permits, semaphore::many_and_available, semaphore::crashed_permits_return,
             semaphore::waiter_woken_and_dropped_permit_returns,
+            permits::ids_and_release_by_id, permits::lease_expiry_and_update,
             permits::ids_unique_across_clients, permits::crashed_watchdog_permit_returns,
-            latch::count_down_from_many_clients,
+            permits::permit_lost_when_released_elsewhere,
+            multi::all_or_nothing, multi::no_deadlock,
             multi::timeout_cancel_and_dedup, multi::overlapping_subsets_exclude,
+            errors::bad_names, errors::bad_durations, errors::bad_permits, errors::bad_urls, errors::closed_client,
             errors::bad_store_options, errors::passwords_never_in_messages, errors::bad_durations_everywhere,
             errors::closed_everywhere, errors::odd_names_are_distinct,
-            lock::watchdog_renews_many, lock::dropped_reentrant_guards,
-            rw::random_cancellation_leaves_no_writer_place, permits::permit_lost_when_released_elsewhere,
+        );
+    };
+    (@checks contended $make:path) => {
+        $crate::behaviour_suite!(@tests $make; lock::exclusion_counter);
+    };
+    (@checks fair $make:path) => {
+        $crate::behaviour_suite!(@tests $make;
+            fair::grants_in_request_order, fair::vanished_waiter_is_skipped,
+            fair::dropped_waiter_leaves_queue, fair::random_cancellation_leaves_no_queue_place,
+            fair::fair_exclusion,
+            // Tokens across every kind of grant, the last a fair lock's.
+            lock::fencing_tokens_grow,
+            lock::close_releases_every_primitive,
+        );
+    };
+    (@checks latch $make:path) => {
+        $crate::behaviour_suite!(@tests $make;
+            latch::set_count_down_wait, latch::wait_timeout, latch::count_down_from_many_clients,
+            lock::pending_calls_fail_on_close,
         );
     };
     (@tests $make:path; $($module:ident :: $check:ident),* $(,)?) => {

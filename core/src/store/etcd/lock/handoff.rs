@@ -3,7 +3,9 @@
 //! the session lease in the background.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::rt::Instant;
 
 use tokio::sync::watch;
 
@@ -41,7 +43,7 @@ pub(super) async fn handoff(
     let (tx, rx) = watch::channel(Moved::Pending);
     let kv = Kv { value: encode(&value), lease: s.lease, ..e.kv.clone() };
     local.moving(&keys.prefix, &req.holder, Moving { rx, safe_until, kv });
-    tokio::spawn(move_key(local.sessions.transport(), s, txn, safe_until, tx));
+    crate::rt::spawn(move_key(local.sessions.transport(), s, txn, safe_until, tx));
     // The queue lease is no longer this waiter's to give back: revoking it now would
     // delete the key before it moved.
     local.forget(&keys.prefix, &req.holder, e.kv.lease);
@@ -52,15 +54,15 @@ pub(super) async fn handoff(
 /// Moves a hand-off grant's key to the session lease (`txn`, from `grant_txn`); retried
 /// on connection failures until `until`, when the key could end with its queue lease.
 async fn move_key(t: Arc<dyn Transport>, s: Arc<Session>, txn: Txn, until: Instant, tx: watch::Sender<Moved>) {
-    let deadline = tokio::time::Instant::from_std(until);
+    let deadline = until;
     // Bounded by `until`: every turn waits at most until then.
     let out = loop {
-        match tokio::time::timeout_at(deadline, t.txn(txn.clone())).await {
+        match crate::rt::timeout_at(deadline, t.txn(txn.clone())).await {
             Ok(Ok(r)) if r.succeeded => break Moved::Done(r.revision),
             // The key is gone (its lease ended, or it was deleted by hand).
             Ok(Ok(_)) => break Moved::Failed,
             Ok(Err(e)) if e.kind() == crate::ErrorKind::Connection => {
-                tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + Duration::from_millis(50))).await;
+                crate::rt::sleep_until(deadline.min(Instant::now() + Duration::from_millis(50))).await;
             }
             Ok(Err(e)) => {
                 if e.message().contains("lease not found") {

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry as Slot;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::rt::Instant;
 
 use tokio::sync::watch;
 
@@ -171,8 +173,8 @@ impl Local {
     pub(crate) async fn settle(&self, prefix: &[u8], holder: &str) -> Option<Moved> {
         let (mut rx, until) =
             self.peek(prefix, holder, |w| w.moving.as_ref().map(|m| (m.rx.clone(), m.safe_until))).flatten()?;
-        let until = tokio::time::Instant::from_std(until);
-        let _ = tokio::time::timeout_at(until, rx.wait_for(|m| *m != Moved::Pending)).await;
+
+        let _ = crate::rt::timeout_at(until, rx.wait_for(|m| *m != Moved::Pending)).await;
         let m = self.with(prefix, holder, |w| w.moving.take())?;
         let moved = *m.rx.borrow();
         match moved {

@@ -1,7 +1,7 @@
 //! The steps of the lock queue: acquire (create a key, or promote the head), renew,
 //! release, leave the queue.
 
-use std::time::Instant;
+use crate::rt::Instant;
 
 use super::handoff::handoff;
 use super::local::{Local, Moved};

@@ -3,19 +3,23 @@
 //! cannot reach one goes to the next.
 
 use crate::sync::LockExt;
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::rt::Instant;
 use async_trait::async_trait;
+use futures_util::{Stream, StreamExt};
 use serde::de::DeserializeOwned;
 use serde_json::{Value as Json, json};
-use tokio::time::Instant;
 
 use super::super::config::EtcdConfig;
 use super::gateway::{JAuth, JError, JKeepAlive, JLease, JLock, JRange, JTxn, JWatchLine, b64, range_json, txn_json};
 use super::proto::{Event, OpResp, Range, RangeResp, Transport, Txn, TxnResp, WatchStream, each_endpoint};
 use crate::error::{Error, Result};
+use crate::rt::{Local, local};
 
 /// The JSON-gateway transport.
 pub(crate) struct Http {
@@ -37,26 +41,44 @@ impl std::fmt::Debug for Http {
     }
 }
 
+/// The HTTP client: hyper with rustls natively.
+#[cfg(not(target_family = "wasm"))]
+fn client(cfg: &EtcdConfig) -> Result<reqwest::Client> {
+    let EtcdConfig { store, connect_timeout, tls, .. } = cfg;
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(*connect_timeout)
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(60));
+    if tls.on {
+        builder = builder.use_rustls_tls().https_only(true);
+    }
+    if let Some(pem) = &tls.ca {
+        // `?ca=` replaces the system's roots, as on `etcds://` and `rediss://`.
+        let ca = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| Error::invalid_argument(format!("{store}: option `ca`: {e}")))?;
+        builder = ca.into_iter().fold(builder.tls_built_in_root_certs(false), |b, c| b.add_root_certificate(c));
+    }
+    builder.build().map_err(|e| Error::connection(format!("{store}: cannot build an HTTP client: {e}")))
+}
+
+/// The HTTP client on wasm32: the runtime's `fetch`, which owns connections and TLS
+/// (the page's trusted roots; a `ca` of our own cannot be given to it).
+#[cfg(target_family = "wasm")]
+fn client(cfg: &EtcdConfig) -> Result<reqwest::Client> {
+    if cfg.tls.ca.is_some() {
+        return Err(Error::unsupported(format!("{}: option `ca` is not available to fetch", cfg.store)));
+    }
+    // fetch has no connect timeout of its own: each request's timeout bounds the connect.
+    let _ = cfg.connect_timeout;
+    Ok(reqwest::Client::new())
+}
+
 impl Http {
     /// Connects to `endpoints` (`host:port`) and checks that one answers.
     pub(crate) async fn connect(cfg: &EtcdConfig) -> Result<Http> {
-        let EtcdConfig { endpoints, store, timeout, connect_timeout, tls, .. } = cfg.clone();
+        let EtcdConfig { endpoints, store, timeout, tls, .. } = cfg.clone();
         let auth = cfg.auth.clone().map(|c| (c.user, c.password));
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .tcp_nodelay(true)
-            .pool_idle_timeout(Duration::from_secs(60));
-        if tls.on {
-            builder = builder.use_rustls_tls().https_only(true);
-        }
-        if let Some(pem) = &tls.ca {
-            // `?ca=` replaces the system's roots, as on `etcds://` and `rediss://`.
-            let ca = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| Error::invalid_argument(format!("{store}: option `ca`: {e}")))?;
-            builder = ca.into_iter().fold(builder.tls_built_in_root_certs(false), |b, c| b.add_root_certificate(c));
-        }
-        let client =
-            builder.build().map_err(|e| Error::connection(format!("{store}: cannot build an HTTP client: {e}")))?;
+        let client = client(cfg)?;
         let scheme = tls.url_scheme();
         let http = Http {
             client,
@@ -119,14 +141,13 @@ impl Http {
         body: &Json,
         with_token: bool,
     ) -> Result<T> {
-        let resp = self
-            .request(idx, path, body, with_token)
-            .timeout(self.timeout)
-            .send()
-            .await
-            .map_err(|e| self.transport_error(idx, e))?;
-        let status = resp.status();
-        let bytes = resp.bytes().await.map_err(|e| self.transport_error(idx, e))?;
+        let request = self.request(idx, path, body, with_token).timeout(self.timeout);
+        let (status, bytes) = local(async move {
+            let resp = request.send().await?;
+            Ok((resp.status(), resp.bytes().await?))
+        })
+        .await
+        .map_err(|e| self.transport_error(idx, e))?;
         if !status.is_success() {
             return Err(self.answer_error(idx, status.as_u16(), &bytes));
         }
@@ -212,7 +233,7 @@ impl Transport for Http {
 
     async fn lock(&self, name: &[u8], lease: i64, wait: Duration) -> Result<Option<Vec<u8>>> {
         let body = json!({ "name": b64(name), "lease": lease.to_string() });
-        match tokio::time::timeout(wait, self.post::<JLock>("/v3/lock/lock", &body)).await {
+        match crate::rt::timeout(wait, self.post::<JLock>("/v3/lock/lock", &body)).await {
             Err(_) => Ok(None),
             Ok(r) => Ok(Some(r?.key)),
         }
@@ -223,6 +244,7 @@ impl Transport for Http {
     }
 
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {
+        let slot = WatchSlot::take(&self.store)?;
         let mut create = range_json(&r);
         if let Some(o) = create.as_object_mut() {
             o.remove("sort_order");
@@ -234,16 +256,19 @@ impl Transport for Http {
         let body = json!({ "create_request": create });
         let idx = self.current.load(Ordering::Relaxed) % self.endpoints.len();
         // No overall timeout: the answer is a stream that lasts as long as the watch.
-        let resp = tokio::time::timeout(self.timeout, self.request(idx, "/v3/watch", &body, true).send())
+        let resp = crate::rt::timeout(self.timeout, local(self.request(idx, "/v3/watch", &body, true).send()))
             .await
             .map_err(|_| Error::connection(format!("{}: watch request timed out", self.store)))?
-            .map_err(|e| self.transport_error(idx, e))?;
-        if !resp.status().is_success() {
-            let status = resp.status().as_u16();
-            let bytes = resp.bytes().await.unwrap_or_default();
+            .map_err(|e| self.transport_error(idx, e))
+            .map(Local)?;
+        if !resp.0.status().is_success() {
+            let status = resp.0.status().as_u16();
+            let bytes = local(resp.0.bytes()).await.unwrap_or_default();
             return Err(self.answer_error(idx, status, &bytes));
         }
-        let mut w = HttpWatch { resp, buf: Vec::new(), store: self.store.clone(), created: false, pending: None };
+        let body = Local(Box::pin(resp.0.bytes_stream()));
+        let mut w =
+            HttpWatch { body, _slot: slot, buf: Vec::new(), store: self.store.clone(), created: false, pending: None };
         // Until etcd confirms it (bounded by the request timeout); events that come with or
         // before the confirmation are kept for the first `next`.
         let until = Instant::now() + self.timeout;
@@ -258,9 +283,38 @@ impl Transport for Http {
     }
 }
 
-/// A watch over the gateway: newline-delimited `{"result": {...}}` objects.
-struct HttpWatch {
-    resp: reqwest::Response,
+/// How many watch streams may be open at once. A browser opens at most 6 HTTP/1.1
+/// connections to one host for the whole page, and each watch holds one for as long as it
+/// lasts: past 3 the requests that would release a lock queue behind the watches. A watch
+/// refused here is a failed watch, and the waiter polls instead (`watch::pause`).
+const MAX_WATCHES: usize = if cfg!(target_family = "wasm") { 3 } else { usize::MAX };
+
+/// Open watch streams of this process (the browser's connection limit is per page).
+static OPEN_WATCHES: AtomicUsize = AtomicUsize::new(0);
+
+/// One of the [`MAX_WATCHES`], given back when the watch ends.
+struct WatchSlot;
+
+impl WatchSlot {
+    fn take(store: &str) -> Result<WatchSlot> {
+        OPEN_WATCHES
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_WATCHES).then_some(n + 1))
+            .map(|_| WatchSlot)
+            .map_err(|n| Error::connection(format!("{store}: {n} watches open already: polling instead")))
+    }
+}
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        OPEN_WATCHES.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A watch over the gateway: newline-delimited `{"result": {...}}` objects, read from the
+/// response body as a stream (hyper's natively, a `ReadableStream` under `fetch`).
+struct HttpWatch<S> {
+    body: S,
+    _slot: WatchSlot,
     buf: Vec<u8>,
     store: String,
     /// etcd confirmed the watch.
@@ -270,7 +324,11 @@ struct HttpWatch {
 }
 
 #[async_trait]
-impl WatchStream for HttpWatch {
+impl<S, B> WatchStream for HttpWatch<S>
+where
+    S: Stream<Item = reqwest::Result<B>> + Unpin + Send,
+    B: AsRef<[u8]>,
+{
     async fn next(&mut self, until: Instant) -> Result<Option<Vec<Event>>> {
         if let Some(evs) = self.pending.take() {
             return Ok(Some(evs));
@@ -308,12 +366,19 @@ impl WatchStream for HttpWatch {
                 }
                 continue;
             }
-            match tokio::time::timeout_at(until, self.resp.chunk()).await {
+            match crate::rt::timeout_at(until, self.body.next()).await {
                 Err(_) => return Ok(None),
-                Ok(Ok(Some(bytes))) => self.buf.extend_from_slice(&bytes),
-                Ok(Ok(None)) => return Err(Error::connection(format!("{}: the watch stream ended", self.store))),
-                Ok(Err(e)) => return Err(Error::connection(format!("{}: watch stream: {e}", self.store))),
+                Ok(Some(Ok(bytes))) => self.buf.extend_from_slice(bytes.as_ref()),
+                Ok(None) => return Err(Error::connection(format!("{}: the watch stream ended", self.store))),
+                Ok(Some(Err(e))) => return Err(Error::connection(format!("{}: watch stream: {e}", self.store))),
             }
         }
+    }
+}
+
+impl<S: Stream + Unpin> Stream for Local<S> {
+    type Item = S::Item;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        Pin::new(&mut self.0).poll_next(cx)
     }
 }

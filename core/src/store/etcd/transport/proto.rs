@@ -4,8 +4,8 @@
 //! lock queue and the state store above are written once against it and do no I/O of
 //! their own.
 
+use crate::rt::Instant;
 use async_trait::async_trait;
-use tokio::time::Instant;
 
 use crate::error::Result;
 

@@ -1,0 +1,155 @@
+//! One ZooKeeper session per client, opened again after it expires; every request bounded
+//! by `?timeout=`; ZooKeeper's errors mapped to baton's kinds; the server's clock, as the
+//! `mtime` of the nodes this client writes tells it.
+//!
+//! Connection loss (ZooKeeper's "suspended") fails the calls made meanwhile with
+//! `Connection` and keeps the session: its ephemeral nodes stay while the client
+//! reconnects within the session timeout. Session expiry deletes every ephemeral node of
+//! the session on the server: each hold finds its node gone at its next renewal and fires
+//! its lost signal, and the next call opens a new session.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use zookeeper_client as zk;
+
+use super::config::ZkConfig;
+use crate::error::{Error, Result};
+
+/// The session of one client.
+pub(crate) struct Conn {
+    pub(crate) cfg: ZkConfig,
+    cur: tokio::sync::Mutex<Option<zk::Client>>,
+    /// Server clock minus local clock, in ms, as last measured.
+    offset: AtomicI64,
+    /// The session timeout the server granted, in ms.
+    session_ms: AtomicU64,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn").field("store", &self.cfg.store).finish_non_exhaustive()
+    }
+}
+
+/// Local wall clock in ms since the epoch.
+fn local_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl Conn {
+    pub(crate) async fn open(cfg: ZkConfig) -> Result<Conn> {
+        let c = Conn {
+            cfg,
+            cur: tokio::sync::Mutex::new(None),
+            offset: AtomicI64::new(0),
+            session_ms: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+        };
+        c.client().await?;
+        Ok(c)
+    }
+
+    /// The current session, or a new one when there is none or it ended.
+    pub(crate) async fn client(&self) -> Result<zk::Client> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::closed());
+        }
+        let mut cur = self.cur.lock().await;
+        if let Some(c) = cur.as_ref().filter(|c| !c.state().is_terminated()) {
+            return Ok(c.clone());
+        }
+        let c = self.connect().await?;
+        self.session_ms.store(u64::try_from(c.session_timeout().as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        *cur = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn connect(&self) -> Result<zk::Client> {
+        let cfg = &self.cfg;
+        let mut conn = zk::Client::connector()
+            .with_session_timeout(cfg.session_timeout)
+            .with_connection_timeout(cfg.connect_timeout);
+        if let Some((u, p)) = &cfg.digest {
+            conn = conn.with_auth("digest", format!("{u}:{p}").as_bytes());
+        }
+        let bound = cfg.connect_timeout + cfg.session_timeout;
+        let c = match tokio::time::timeout(bound, conn.connect(&cfg.hosts)).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(self.err("connect", e)),
+            Err(_) => return Err(Error::connection(format!("{}: no session within {bound:?}", cfg.store))),
+        };
+        if cfg.chroot.is_empty() {
+            return Ok(c);
+        }
+        // The chroot is made if missing (as Curator's namespace), then the client moves into it.
+        let opts = zk::CreateMode::Persistent.with_acls(self.acls());
+        match self.bounded(c.mkdir(&cfg.chroot, &opts)).await {
+            Ok(()) | Err(zk::Error::NodeExists) => {}
+            Err(e) => return Err(self.err("create the chroot", e)),
+        }
+        c.chroot(cfg.chroot.as_str())
+            .map_err(|_| Error::invalid_url(format!("{}: bad chroot `{}`", cfg.store, cfg.chroot)))
+    }
+
+    /// The ACL of every node baton creates: the creator's (digest) identity when the URL
+    /// has credentials, else open to everyone (Curator's default).
+    pub(crate) fn acls(&self) -> zk::Acls<'static> {
+        if self.cfg.digest.is_some() { zk::Acls::creator_all() } else { zk::Acls::anyone_all() }
+    }
+
+    /// `fut` bounded by `?timeout=` (a timeout reads as a connection loss).
+    pub(crate) async fn bounded<T>(&self, fut: impl Future<Output = Result<T, zk::Error>>) -> Result<T, zk::Error> {
+        match tokio::time::timeout(self.cfg.timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(zk::Error::Timeout),
+        }
+    }
+
+    /// ZooKeeper's error as baton's, with what was being done.
+    pub(crate) fn err(&self, what: &str, e: zk::Error) -> Error {
+        let msg = format!("{}: {what}: {e}", self.cfg.store);
+        match e {
+            zk::Error::ConnectionLoss
+            | zk::Error::Timeout
+            | zk::Error::NoHosts
+            | zk::Error::SessionExpired
+            | zk::Error::SessionMoved
+            | zk::Error::Throttled => Error::connection(msg),
+            zk::Error::ClientClosed if self.closed.load(Ordering::Acquire) => Error::closed(),
+            zk::Error::ClientClosed => Error::connection(msg),
+            zk::Error::BadArguments(_) => Error::invalid_argument(msg),
+            _ => Error::backend(msg),
+        }
+    }
+
+    /// The session timeout the server granted (the URL's until a session is open).
+    pub(crate) fn session_timeout(&self) -> Duration {
+        match self.session_ms.load(Ordering::Relaxed) {
+            0 => self.cfg.session_timeout,
+            ms => Duration::from_millis(ms),
+        }
+    }
+
+    /// Records the server's clock from the `mtime` of a write answered just now.
+    pub(crate) fn saw_mtime(&self, mtime: i64) {
+        if mtime > 0 {
+            self.offset.store(mtime - local_ms(), Ordering::Relaxed);
+        }
+    }
+
+    /// The server's clock now, in ms (never ahead of it: the write's `mtime` was stamped
+    /// before its answer came back).
+    pub(crate) fn server_now(&self) -> i64 {
+        local_ms() + self.offset.load(Ordering::Relaxed)
+    }
+
+    /// Closes the session: the client's last handle dropped, its session task sends
+    /// `closeSession`, and the server deletes the session's ephemeral nodes at once.
+    pub(crate) async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        drop(self.cur.lock().await.take());
+    }
+}

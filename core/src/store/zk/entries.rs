@@ -1,0 +1,185 @@
+//! The contender nodes of one directory with their data, as one snapshot (a `multi` read),
+//! and what baton writes in its own nodes.
+//!
+//! Curator writes the client's address as a contender node's data and never reads it;
+//! baton writes `{"holder":…,"count":…,"lease_ms":…}`: the holder id (so release, renewal
+//! and re-entry by holder id work from any process), the hold count (`0` while waiting) and
+//! the lease. A baton node whose `mtime + lease_ms` has passed on the server's clock is
+//! expired: whoever sees it deletes it (guarded on its version, so a renewal that got there
+//! first wins). A node without baton data (a Curator contender) lives as long as its
+//! session, as in Curator.
+
+use serde::{Deserialize, Serialize};
+use zookeeper_client as zk;
+
+use super::conn::Conn;
+use super::path::{self, Kind, Node};
+use crate::error::Result;
+
+/// What baton writes in its contender nodes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct Data {
+    pub(crate) holder: String,
+    /// Re-entry count; 0 while waiting.
+    pub(crate) count: u32,
+    pub(crate) lease_ms: u64,
+}
+
+impl Data {
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
+/// One contender node, read.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) node: Node,
+    /// `None` for a node baton did not write.
+    pub(crate) data: Option<Data>,
+    pub(crate) stat: zk::Stat,
+}
+
+impl Entry {
+    /// Milliseconds left of a baton node's lease at server time `now` (`None`: no lease).
+    pub(crate) fn left_ms(&self, now: i64) -> Option<i64> {
+        let d = self.data.as_ref()?;
+        Some(self.stat.mtime.saturating_add(i64::try_from(d.lease_ms).unwrap_or(i64::MAX)).saturating_sub(now))
+    }
+
+    pub(crate) fn expired(&self, now: i64) -> bool {
+        self.left_ms(now).is_some_and(|l| l <= 0)
+    }
+
+    /// The owner other clients see: the holder id, or `zk:<node name>` for Curator's.
+    pub(crate) fn owner(&self) -> String {
+        match &self.data {
+            Some(d) => d.holder.clone(),
+            None => format!("zk:{}", self.node.name),
+        }
+    }
+
+    pub(crate) fn token(&self) -> u64 {
+        u64::try_from(self.stat.czxid).unwrap_or(0)
+    }
+
+    /// Whether this is `holder`'s node (by its protected-mode id and its data).
+    pub(crate) fn is(&self, holder: &str) -> bool {
+        self.data.as_ref().is_some_and(|d| d.holder == holder)
+            && self.node.id.as_deref() == Some(path::protected_id(holder).as_str())
+    }
+
+    /// Granted (a Curator node counts as granted wherever it stands).
+    pub(crate) fn held(&self) -> bool {
+        self.data.as_ref().is_none_or(|d| d.count > 0)
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.data.as_ref().map_or(1, |d| d.count)
+    }
+
+    pub(crate) fn path(&self, dir: &str) -> String {
+        format!("{dir}/{}", self.node.name)
+    }
+}
+
+/// The contenders of `kinds` under `dir`, in sequence order, in one snapshot.
+pub(crate) async fn read(conn: &Conn, c: &zk::Client, dir: &str, kinds: &[Kind]) -> Result<Vec<Entry>> {
+    let children = match conn.bounded(c.list_children(dir)).await {
+        Ok(v) => v,
+        Err(zk::Error::NoNode) => return Ok(Vec::new()),
+        Err(e) => return Err(conn.err("list", e)),
+    };
+    let nodes = path::contenders(&children, kinds);
+    if nodes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut r = c.new_multi_reader();
+    for n in &nodes {
+        r.add_get_data(&format!("{dir}/{}", n.name)).map_err(|e| conn.err("read", e))?;
+    }
+    let results = conn.bounded(r.commit()).await.map_err(|e| conn.err("read", e))?;
+    Ok(nodes
+        .into_iter()
+        .zip(results)
+        .filter_map(|(node, res)| match res {
+            zk::MultiReadResult::Data { data, stat } => {
+                Some(Entry { data: serde_json::from_slice::<Data>(&data).ok(), node, stat })
+            }
+            _ => None,
+        })
+        .collect())
+}
+
+/// [`read`], with expired baton nodes deleted (each guarded on the version read).
+pub(crate) async fn live(conn: &Conn, c: &zk::Client, dir: &str, kinds: &[Kind]) -> Result<Vec<Entry>> {
+    let es = read(conn, c, dir, kinds).await?;
+    let now = conn.server_now();
+    let mut out = Vec::with_capacity(es.len());
+    for e in es {
+        if !e.expired(now) {
+            out.push(e);
+            continue;
+        }
+        match conn.bounded(c.delete(&e.path(dir), Some(e.stat.version))).await {
+            Ok(()) | Err(zk::Error::NoNode) => {}
+            // Renewed meanwhile: still a contender.
+            Err(zk::Error::BadVersion) => out.push(e),
+            Err(err) => return Err(conn.err("delete an expired node", err)),
+        }
+    }
+    Ok(out)
+}
+
+/// The last token recorded in `dir`'s own data (0 when none).
+pub(crate) async fn fence(conn: &Conn, c: &zk::Client, dir: &str) -> Result<u64> {
+    match conn.bounded(c.get_data(dir)).await {
+        Ok((d, _)) => Ok(std::str::from_utf8(&d).ok().and_then(|s| s.parse().ok()).unwrap_or(0)),
+        Err(zk::Error::NoNode) => Ok(0),
+        Err(e) => Err(conn.err("read the last token", e)),
+    }
+}
+
+/// Deletes `e` (guarded on its version) and records its token in `dir` when it is the
+/// largest seen, in one `multi`. False when the node changed or went meanwhile.
+pub(crate) async fn delete_recording(conn: &Conn, c: &zk::Client, dir: &str, e: &Entry) -> Result<bool> {
+    let token = e.token();
+    let record = token > fence(conn, c, dir).await?;
+    let mut w = c.new_multi_writer();
+    w.add_delete(&e.path(dir), Some(e.stat.version)).map_err(|x| conn.err("delete", x))?;
+    if record {
+        w.add_set_data(dir, token.to_string().as_bytes(), None).map_err(|x| conn.err("record the token", x))?;
+    }
+    match conn.bounded(async { w.commit().await.map_err(zk::Error::from) }).await {
+        Ok(_) => Ok(true),
+        Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(false),
+        Err(x) => Err(conn.err("delete", x)),
+    }
+}
+
+/// Creates `holder`'s ephemeral-sequential node `_c_<id>-<lock name>` under `dir`, making
+/// `dir` (a container, as Curator's `creatingParentContainersIfNeeded`) when missing.
+pub(crate) async fn create(conn: &Conn, c: &zk::Client, dir: &str, kind: Kind, data: &Data) -> Result<zk::Stat> {
+    let p = path::create_path(dir, &data.holder, kind);
+    let opts = zk::CreateMode::EphemeralSequential.with_acls(conn.acls());
+    for _ in 0..3 {
+        match conn.bounded(c.create(&p, &data.bytes(), &opts)).await {
+            Ok((stat, _)) => {
+                conn.saw_mtime(stat.mtime);
+                return Ok(stat);
+            }
+            Err(zk::Error::NoNode) => mkdir(conn, c, dir).await?,
+            Err(e) => return Err(conn.err("create", e)),
+        }
+    }
+    Err(crate::error::Error::backend(format!("{}: `{dir}` keeps vanishing", conn.cfg.store)))
+}
+
+/// Makes `dir` and its parents as containers (ZooKeeper deletes an empty container later).
+pub(crate) async fn mkdir(conn: &Conn, c: &zk::Client, dir: &str) -> Result<()> {
+    let opts = zk::CreateMode::Container.with_acls(conn.acls());
+    match conn.bounded(c.mkdir(dir, &opts)).await {
+        Ok(()) | Err(zk::Error::NodeExists) => Ok(()),
+        Err(e) => Err(conn.err("create the parent nodes", e)),
+    }
+}

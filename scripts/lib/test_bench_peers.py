@@ -1,0 +1,86 @@
+"""Unit tests of scripts/lib/bench_peers.py's report (summary table, SVG plots) and its
+MONITOR parsing, on a recorded sample: `python3 -m unittest discover -s scripts/lib`."""
+
+import shutil
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_peers  # noqa: E402
+
+SAMPLE = HERE / "testdata" / "bench-peers-rounds.jsonl"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+class Report(unittest.TestCase):
+    def setUp(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="bench-peers-test-"))
+        shutil.copy(SAMPLE, self.dir / "rounds.jsonl")
+        self.written = bench_peers.report(self.dir)
+
+    def tearDown(self) -> None:
+        shutil.rmtree(self.dir)
+
+    def test_writes_summary_and_one_latency_plot_per_store(self) -> None:
+        names = sorted(p.name for p in self.written)
+        self.assertEqual(names, ["cycles.svg", "latency-etcd.svg", "latency-redis.svg", "summary.md"])
+
+    def test_summary_medians_and_paired_ratios(self) -> None:
+        md = (self.dir / "summary.md").read_text()
+        # redsync rounds: 8000/4000, 9000/6000, 7000/7000 → ratios 2.0, 1.5, 1.0.
+        row = next(x for x in md.splitlines() if x.startswith("| rust vs redsync"))
+        self.assertIn("8 000 / 6 000", row)
+        self.assertIn("**×1.50** (1.00–2.00)", row)
+        self.assertIn("400 µs / 130 ms | **325× lower** (325–325)", row)
+        etcd = next(x for x in md.splitlines() if x.startswith("| rust vs etcd"))
+        self.assertIn("**×0.80** (0.80–0.80)", etcd)
+        self.assertIn("3 round(s)", md)
+        self.assertIn("load average (1 min) 4.0–6.0", md)
+
+    def test_floor_table_and_failures(self) -> None:
+        md = (self.dir / "summary.md").read_text()
+        floor = next(x for x in md.splitlines() if x.startswith("| simple |"))
+        self.assertIn("120 µs | 100 µs (55 µs + 45 µs) | **×1.20**", floor)
+        self.assertIn("1 side(s) failed: round 3 redisson peer: java exited 1: boom", md)
+
+    def test_plots_are_svg_with_a_bar_per_side(self) -> None:
+        root = ET.parse(self.dir / "cycles.svg").getroot()
+        self.assertEqual(root.tag, f"{SVG}svg")
+        bars = [r for r in root.iter(f"{SVG}rect") if r.get("fill") in (bench_peers.BATON, bench_peers.PEER)]
+        self.assertEqual(len(bars), 2 * 2 * 2)  # 2 peers × (baton, peer) × (1 task, 64 tasks)
+        widths = [float(r.get("width", 0)) for r in bars]
+        self.assertTrue(all(w > 0 for w in widths))
+        texts = " ".join(t.text or "" for t in ET.parse(self.dir / "latency-redis.svg").getroot().iter(f"{SVG}text"))
+        self.assertIn("baton (rust, scheme=simple)", texts)
+        self.assertIn("redsync 4.18", texts)
+
+
+class Monitor(unittest.TestCase):
+    LINES = [
+        'OK',
+        '1795629411.096131 [0 127.0.0.1:55640] "EVALSHA" "bac" "3" "bench/uncontended-1/0" '
+        '"tok:{bench/uncontended-1/0}" "{bench/uncontended-1/0}:baton" "h:1" "30000"',
+        '1795629411.096173 [0 lua] "GET" "bench/uncontended-1/0"',
+        '1795629411.096594 [0 127.0.0.1:55640] "EVALSHA" "4ca" "2" "bench/uncontended-1/0" '
+        '"{bench/uncontended-1/0}:baton" "h:1" "1" "chan:{bench/uncontended-1/0}"',
+        '1795629411.098469 [0 127.0.0.1:55640] "EVALSHA" "bac" "3" "bench/uncontended-64/0" "a" "b" "h:2" "30000"',
+    ]
+
+    def test_last_cycle_skips_script_commands_and_other_names(self) -> None:
+        acq, rel = bench_peers.last_cycle(self.LINES, "uncontended-1/")
+        self.assertEqual(acq[:4], ["EVALSHA", "bac", "3", "bench/uncontended-1/0"])
+        self.assertEqual(rel[-1], "chan:{bench/uncontended-1/0}")
+        self.assertIsNone(bench_peers.monitor_args(self.LINES[2]))
+
+    def test_escapes_are_decoded(self) -> None:
+        args = bench_peers.monitor_args('1.5 [0 127.0.0.1:1] "SET" "a\\"b" "x\\\\y"')
+        self.assertEqual(args, ["SET", 'a"b', "x\\y"])
+
+
+if __name__ == "__main__":
+    unittest.main()

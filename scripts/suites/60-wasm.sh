@@ -1,0 +1,35 @@
+# shellcheck shell=bash
+# The wasm packages (wasm/, crate baton-wasm): `scripts/package wasm` builds wasm/pkg and
+# wasm/pkg-node (installing the wasm32 target, wasm-bindgen-cli and TypeScript if missing),
+# then in headless Chromium (Debian's chromium + chromium-driver): the core's browser tests
+# (wasm-bindgen-test, memory:// and the services' etcd through its JSON gateway), the
+# JavaScript API from a plain page, README.md's browser sample, the demo page (screenshot:
+# target/wasm-demo.png), locks shared with the native CLI over etcd+http:// both ways, and
+# the Node package on the Node quick start (wasm/test/run.mjs).
+
+# Built for wasm32 and tested in a browser here (natively it is only glue).
+RUST_EXCLUDE+=(baton-wasm)
+
+suite_wasm() {
+    ensure_toolchain
+    ensure_apt_packages chromium chromium-driver
+    command -v node >/dev/null || die "node not found: install Node.js ≥ 20 (with npm)"
+    if [[ -z ${BATON_TEST_ETCD_HTTP_URL:-} ]]; then
+        # shellcheck disable=SC1091
+        . "${BATON_SERVICES_DIR:-/tmp/baton-services}/services.env" 2>/dev/null || true
+    fi
+    [[ -n ${BATON_TEST_ETCD_HTTP_URL:-} ]] || die "BATON_TEST_ETCD_HTTP_URL unset: run the services suite first"
+    export BATON_TEST_ETCD_HTTP_URL
+    # The bindings' suites set a host target for their builds; these builds name their own.
+    local -a cargo=(env -u CARGO_BUILD_TARGET cargo)
+    step "scripts/package wasm" 20m env -u CARGO_BUILD_TARGET "$ROOT/scripts/package" wasm
+    step "cargo clippy (wasm32: the core with etcd-http)" 15m "${cargo[@]}" clippy -p baton --lib \
+        --no-default-features --features etcd-http --target wasm32-unknown-unknown -- -D warnings
+    step "cargo clippy (wasm32: baton-wasm)" 15m "${cargo[@]}" clippy \
+        -p baton-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
+    step "wasm-bindgen-test in headless Chromium" 20m env CHROMEDRIVER=/usr/bin/chromedriver \
+        WASM_BINDGEN_TEST_TIMEOUT=300 "${cargo[@]}" test -p baton-wasm --target wasm32-unknown-unknown
+    step "baton CLI (for the cross-runtime test)" 20m "${cargo[@]}" build -q -p baton-cli
+    step "browser pages, demo, cross-runtime, Node package" 10m env BATON_BIN="$ROOT/target/debug/baton" \
+        node "$ROOT/wasm/test/run.mjs"
+}

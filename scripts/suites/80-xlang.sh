@@ -1,0 +1,104 @@
+# shellcheck shell=bash
+# Whole-system test (tests/xlang/): baton's packages as users install them — the wheel
+# `baton-lock` into a fresh venv and the npm tarball `baton-lock` into an empty folder,
+# both with no cargo/rustc on PATH — and the `baton` CLI, contending on one name per store
+# (SQLite, Redis, Redis ?scheme=simple, Redlock, etcd, PostgreSQL) for locks, semaphores and
+# read-write locks; then the real peer clients from their registries (redis-py from PyPI,
+# node-redlock from npm, redsync and etcd's concurrency.Mutex from Go modules, etcdctl
+# from Debian, Redisson from Maven Central) contending with baton, each history judged by tests/xlang/xlang/history.py.
+# Needs the servers of the services suite (services.env). Go comes with the machine
+# (go.mod needs Go ≥ 1.24, newer than Debian's golang-go).
+
+XLANG_DIR="$ROOT/target/xlang"
+
+no_rust_path() {   # PATH without the folders that hold cargo or rustc
+    local d out=()
+    IFS=: read -ra dirs <<<"$PATH"
+    for d in "${dirs[@]}"; do
+        [[ -x $d/cargo || -x $d/rustc ]] || out+=("$d")
+    done
+    (IFS=:; echo "${out[*]}")
+}
+
+xlang_python() {   # a fresh venv: the wheel (no Rust on PATH) and redis-py
+    local venv=$XLANG_DIR/venv np whl
+    np=$(no_rust_path)
+    whl=$(ls "$ROOT"/target/dist/baton_lock-*-cp39-abi3-*.whl) || return 1
+    timeout 300 "${BATON_PYTHON:-python3}" -m venv --clear "$venv" || return 1
+    # shellcheck disable=SC2016
+    env PATH="$np" PIP_DISABLE_PIP_VERSION_CHECK=1 timeout 600 bash -c '
+        ! command -v cargo && ! command -v rustc || { echo "cargo/rustc still on PATH" >&2; exit 1; }
+        "$1/bin/python" -m pip install -q "$2" "redis>=5,<8" &&
+        "$1/bin/python" -c "import baton, redis; print(\"python: baton\", baton.__file__)"' _ "$venv" "$whl"
+}
+
+xlang_node() {   # an empty npm project: the tarball (no Rust on PATH), node-redlock, ioredis
+    local dir=$XLANG_DIR/node np tgz
+    np=$(no_rust_path)
+    tgz=$(ls "$ROOT"/target/dist/baton-lock-*.tgz) || return 1
+    rm -rf "$dir" && mkdir -p "$dir" || return 1
+    cp "$ROOT"/tests/xlang/holders/node/*.{cjs,mjs} "$dir/"
+    # shellcheck disable=SC2016
+    (cd "$dir" && env PATH="$np" timeout 600 bash -c '
+        ! command -v cargo && ! command -v rustc || { echo "cargo/rustc still on PATH" >&2; exit 1; }
+        npm init -y >/dev/null &&
+        npm install --no-audit --no-fund "$1" redlock@5.0.0-beta.2 "ioredis@^5" >/dev/null &&
+        node -e "require(\"baton-lock\"); console.log(\"node: baton-lock (CommonJS) ok\")" &&
+        node --input-type=module -e "await import(\"baton-lock\"); console.log(\"node: baton-lock (ESM) ok\")"' _ "$tgz")
+}
+
+xlang_java() {   # Redisson from Maven Central: its classpath, and the harness compiled against it
+    local pom="$ROOT/tests/xlang/holders/java/pom.xml" cp=$XLANG_DIR/java-classpath.txt
+    timeout 900 mvn -q -B -f "$pom" dependency:build-classpath -Dmdep.outputFile="$cp" || return 1
+    rm -rf "$XLANG_DIR/java-classes"
+    timeout 300 javac -nowarn -cp "$(cat "$cp")" -d "$XLANG_DIR/java-classes" \
+        "$ROOT/tests/xlang/holders/java/src/main/java/XlangHolder.java" 2>&1 | grep -v '^Note:' || true
+    [[ -f $XLANG_DIR/java-classes/XlangHolder.class ]]
+}
+
+suite_xlang() {
+    ensure_toolchain
+    ensure_python
+    command -v node >/dev/null && command -v npm >/dev/null || die "node/npm not found: install Node.js ≥ 20"
+    command -v go >/dev/null || die "go not found: install Go ≥ 1.24 (tests/xlang/holders/go)"
+    command -v etcdctl >/dev/null || ensure_apt_packages etcd-client
+    command -v javac >/dev/null || ensure_apt_packages default-jdk-headless
+    command -v mvn >/dev/null || ensure_apt_packages maven
+    if [[ -z ${BATON_TEST_REDIS_URL:-} ]]; then   # run alone: the servers' URLs from their state dir
+        local senv=${BATON_SERVICES_DIR:-/tmp/baton-services}/services.env
+        [[ -f $senv ]] || die "no $senv: run the services suite first (scripts/test services xlang)"
+        # shellcheck source=/dev/null
+        . "$senv"
+    fi
+    bindings_build_env
+    mkdir -p "$XLANG_DIR"
+    # The peers' builds download and compile in the background while the packages install.
+    log "── in the background: Go peers (go build), Redisson harness (Maven Central + javac)"
+    local t_bg=$SECONDS go_pid java_pid
+    ( cd "$ROOT/tests/xlang/holders/go" && timeout 1200 go build -o "$XLANG_DIR/go-holder" . ) \
+        >"$XLANG_DIR/go-build.log" 2>&1 & go_pid=$!
+    xlang_java >"$XLANG_DIR/java-build.log" 2>&1 & java_pid=$!
+    # The python and node suites of this run packed them already: those are installed as they are.
+    local pkgs=()
+    [[ -n ${BATON_PYTHON_PACKED:-} ]] || pkgs+=(python)
+    [[ -n ${BATON_NODE_PACKED:-} ]] || pkgs+=(node)
+    (( ${#pkgs[@]} == 0 )) || step "packages: ${pkgs[*]} (scripts/package)" 60m "$ROOT/scripts/package" "${pkgs[@]}"
+    # The rust suite's build of the CLI when it is newer than every source (it is, in a
+    # whole run); otherwise a build of its own. Host target dir, as the rust suite's.
+    export BATON_CLI="$ROOT/target/debug/baton"
+    if [[ ! -x $BATON_CLI || -n $(find "$ROOT"/{core,cli,lab}/src "$ROOT"/{core,cli,lab}/Cargo.toml "$ROOT/Cargo.lock" \
+            -newer "$BATON_CLI" -print -quit) ]]; then
+        step "baton CLI (cargo build -p baton-cli)" 30m env -u CARGO_BUILD_TARGET cargo build -q -p baton-cli
+    fi
+    timed "wheel into a fresh venv, no Rust on PATH" xlang_python
+    timed "tarball into an empty npm project, no Rust on PATH" xlang_node
+    wait "$go_pid" || { cat "$XLANG_DIR/go-build.log" >&2; die "go build of tests/xlang/holders/go failed"; }
+    wait "$java_pid" || { cat "$XLANG_DIR/java-build.log" >&2; die "the Redisson harness did not build"; }
+    log "   Go peers and Redisson harness ready, $(( SECONDS - t_bg ))s after they began"
+    export BATON_XLANG_PYTHON="$XLANG_DIR/venv/bin/python" BATON_XLANG_NODE_DIR="$XLANG_DIR/node"
+    export BATON_XLANG_GO="$XLANG_DIR/go-holder"
+    BATON_XLANG_JAVA_CP="$XLANG_DIR/java-classes:$(cat "$XLANG_DIR/java-classpath.txt")"
+    export BATON_XLANG_JAVA_CP
+    step "tests/xlang (every language, real peers)" 20m \
+        "${BATON_PYTHON:-python3}" "$ROOT/tests/xlang/run.py" --work "$XLANG_DIR/work"
+}

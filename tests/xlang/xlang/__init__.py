@@ -1,0 +1,1 @@
+"""tests/xlang: histories, holders and scenarios of the whole-system test (run.py)."""

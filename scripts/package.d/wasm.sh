@@ -4,7 +4,7 @@
 #   wasm/pkg/       for browsers: baton_wasm.js (an ES module; `import init, { connect }`),
 #                   baton_wasm.d.ts, baton_wasm_bg.wasm, the facade and the wasm-bindgen
 #                   glue (`--target web`) it loads
-#   wasm/pkg-node/  for Node ≥ 20 and bundlers: the same facade over `--target nodejs`
+#   wasm/pkg-node/  for Node ≥ 20: the same facade over `--target nodejs`
 #
 # Both carry the Node package's TypeScript facade (bindings-node/ts) compiled over the wasm
 # module instead of the napi addon (wasm/js/native.ts). Copies of both go to $DIST.

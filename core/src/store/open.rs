@@ -40,6 +40,13 @@ const KNOWN_SCHEMES: &[(&str, Option<&str>)] = &[
 
 /// Opens the store `url` names.
 pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Store>> {
+    // `?scheme=` other than `state` on a SQL URL: one of the classic SQL lock schemes.
+    #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+    if matches!(url.scheme(), "sqlite" | "postgres" | "postgresql" | "mysql")
+        && let Some(store) = sql::scheme::SchemeStore::open(url).await?
+    {
+        return Ok(Arc::new(store));
+    }
     match url.scheme() {
         "memory" => Ok(Arc::new(memory::Memory::open(url)?)),
         #[cfg(feature = "sqlite")]

@@ -1,6 +1,6 @@
-// baton on WebAssembly: the same API as the Node package `baton` (its facade, over the
+// baton on WebAssembly: the same API as the Node package `baton-lock` (its facade, over the
 // wasm module). The entry of both packages `scripts/package wasm` builds: wasm/pkg
-// (browsers, `<script type="module">`) and wasm/pkg-node (Node ≥ 20, bundlers).
+// (browsers, `<script type="module">`) and wasm/pkg-node (Node ≥ 20).
 //
 //   import init, { connect } from './baton_wasm.js';
 //   await init();

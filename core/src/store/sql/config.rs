@@ -85,7 +85,8 @@ impl SqlConfig {
 #[cfg(feature = "sqlite")]
 impl FileConfig {
     fn from_url(url: &StoreUrl) -> Result<FileConfig> {
-        url.check_options(&[COMMON_OPTIONS, &["busy_timeout"]].concat())?;
+        // `scheme` is `state` or absent here: the other schemes open elsewhere.
+        url.check_options(&[COMMON_OPTIONS, &["busy_timeout", "scheme"]].concat())?;
         let path = format!("{}{}", url.hosts(), url.path());
         if path.is_empty() || path.ends_with('/') {
             return Err(Error::invalid_url(format!(
@@ -103,14 +104,19 @@ impl FileConfig {
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 impl ServerConfig {
     fn from_url(url: &StoreUrl) -> Result<ServerConfig> {
-        url.check_options(COMMON_OPTIONS)?;
-        Ok(ServerConfig {
+        url.check_options(&[COMMON_OPTIONS, &["scheme"]].concat())?;
+        Ok(ServerConfig::unchecked(url))
+    }
+
+    /// The server of `url`, whatever its options (the lock schemes check their own).
+    pub(crate) fn unchecked(url: &StoreUrl) -> ServerConfig {
+        ServerConfig {
             shown: url.to_string(),
             hosts: url.hosts().to_owned(),
             database: url.path().to_owned(),
             user: url.user().map(str::to_owned),
             password: url.password().map(str::to_owned),
-        })
+        }
     }
 
     /// The URL handed to the driver: `scheme://user:password@hosts/db` without baton's

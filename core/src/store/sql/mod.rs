@@ -7,6 +7,7 @@ pub(crate) mod config;
 pub(crate) mod mysql;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
+pub(crate) mod scheme;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 

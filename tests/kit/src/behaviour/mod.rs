@@ -161,7 +161,10 @@ macro_rules! cross_process_suite {
 /// - `core`: locks, read-write locks, semaphores, permit semaphores, multi-locks, errors;
 /// - `contended`: the 16 × 200 contended-grant count (slow where every grant is a raft write);
 /// - `fair`: the fair lock, and the checks that take one beside other primitives;
-/// - `latch`: the count-down latch, and the checks that wait on one.
+/// - `latch`: the count-down latch, and the checks that wait on one;
+/// - `vanished`: a waiter whose runtime is shut down mid-wait stands for a vanished
+///   process (stores whose client ends its session as its runtime goes leave it out and
+///   check a vanished waiter their own way).
 ///
 /// `behaviour_suite!(crate::store)` runs every set; `behaviour_suite!(crate::store; except
 /// fair, latch)` leaves those two out (an unknown set name does not compile). Stores that run
@@ -177,20 +180,27 @@ macro_rules! behaviour_suite {
         $crate::behaviour_suite!(@set contended $make; $($set)*);
         $crate::behaviour_suite!(@set fair $make; $($set)*);
         $crate::behaviour_suite!(@set latch $make; $($set)*);
+        $crate::behaviour_suite!(@set vanished $make; $($set)*);
+        $crate::behaviour_suite!(@set fair_vanished $make; $($set)*);
     };
     (@known core) => {};
     (@known contended) => {};
     (@known fair) => {};
     (@known latch) => {};
+    (@known vanished) => {};
     (@known $other:ident) => {
         compile_error!(concat!("behaviour_suite!: no check set named `", stringify!($other),
-            "` (sets: core, contended, fair, latch)"));
+            "` (sets: core, contended, fair, latch, vanished)"));
     };
     // A set named in the except list expands to nothing; any other name is passed over.
     (@set core $make:path; core $($rest:ident)*) => {};
     (@set contended $make:path; contended $($rest:ident)*) => {};
     (@set fair $make:path; fair $($rest:ident)*) => {};
     (@set latch $make:path; latch $($rest:ident)*) => {};
+    (@set vanished $make:path; vanished $($rest:ident)*) => {};
+    // The checks in two sets: left out with either.
+    (@set fair_vanished $make:path; fair $($rest:ident)*) => {};
+    (@set fair_vanished $make:path; vanished $($rest:ident)*) => {};
     (@set $set:ident $make:path; $head:ident $($rest:ident)*) => {
         $crate::behaviour_suite!(@set $set $make; $($rest)*);
     };
@@ -207,7 +217,7 @@ macro_rules! behaviour_suite {
             lock::watchdog_default_renewal, lock::watchdog_renews_many, lock::dropped_reentrant_guards,
             rw::readers_share_writer_excludes, rw::writer_not_starved, rw::downgrade_and_no_upgrade,
             rw::many_readers_at_once, rw::release_wakes_reader, rw::upgrade_waiting_forms_fail_fast,
-            rw::reentrant_read_and_write, rw::crashed_writer_lease_ends, rw::vanished_writer_unblocks_readers,
+            rw::reentrant_read_and_write, rw::crashed_writer_lease_ends,
             rw::random_cancellation_leaves_no_writer_place,
             semaphore::never_more_than_permits, semaphore::many_and_available, semaphore::crashed_permits_return,
             semaphore::waiter_woken_and_dropped_permit_returns,
@@ -226,7 +236,7 @@ macro_rules! behaviour_suite {
     };
     (@checks fair $make:path) => {
         $crate::behaviour_suite!(@tests $make;
-            fair::grants_in_request_order, fair::vanished_waiter_is_skipped,
+            fair::grants_in_request_order,
             fair::dropped_waiter_leaves_queue, fair::random_cancellation_leaves_no_queue_place,
             fair::fair_exclusion,
             // Tokens across every kind of grant, the last a fair lock's.
@@ -234,10 +244,31 @@ macro_rules! behaviour_suite {
             lock::close_releases_every_primitive,
         );
     };
+    (@checks vanished $make:path) => {
+        $crate::behaviour_suite!(@tests $make; rw::vanished_writer_unblocks_readers);
+    };
+    (@checks fair_vanished $make:path) => {
+        $crate::behaviour_suite!(@tests $make; fair::vanished_waiter_is_skipped);
+    };
     (@checks latch $make:path) => {
         $crate::behaviour_suite!(@tests $make;
             latch::set_count_down_wait, latch::wait_timeout, latch::count_down_from_many_clients,
             lock::pending_calls_fail_on_close,
+        );
+    };
+    // The checks of plain locks only, for stores or schemes that have nothing else (the
+    // SQL lock schemes): exclusion, waiting, reentrancy, leases, loss, tokens, multi-locks
+    // and names.
+    (@locks $make:path) => {
+        $crate::behaviour_suite!(@tests $make;
+            lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter,
+            lock::reentrancy, lock::owner_option_reenters, lock::ttl_expiry_is_lost,
+            lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock, lock::stalled_holder_frees,
+            lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
+            lock::cancelled_acquire_leaves_nothing, lock::close_releases, lock::watchdog_default_renewal,
+            lock::fencing_tokens_grow_without_fair, lock::watchdog_renews_many, lock::dropped_reentrant_guards,
+            multi::all_or_nothing, multi::no_deadlock, multi::timeout_cancel_and_dedup,
+            multi::overlapping_subsets_exclude, errors::bad_names, errors::odd_names_are_distinct,
         );
     };
     (@tests $make:path; $($module:ident :: $check:ident),* $(,)?) => {

@@ -1,0 +1,258 @@
+//! The classic SQL lock schemes, chosen by `?scheme=` on `postgres://`, `mysql://` and
+//! `sqlite://` (docs/sql-schemes.md gives each one's statements):
+//!
+//! | scheme       | PostgreSQL | MySQL/MariaDB | SQLite | lease                      | token               |
+//! |--------------|------------|---------------|--------|----------------------------|---------------------|
+//! | `table`      | yes        | yes           | yes    | expiry column, DB clock    | counter table       |
+//! | `for-update` | yes        | yes           | no     | session idle timeout       | counter table       |
+//! | `optimistic` | yes        | yes           | yes    | expiry column, DB clock    | the version column  |
+//! | `advisory`   | yes        | yes           | no     | session idle timeout       | counter table       |
+//!
+//! Every scheme has plain locks (`Lock`) only; fair locks, read-write locks, semaphores and
+//! latches are `Unsupported` under a scheme and live in the default design (no `scheme`).
+//! Each scheme is a [`LockScheme`]; this module routes the `Store` calls to it.
+
+// The driver face (`db`) covers the three databases; a build with fewer leaves parts unused.
+#![cfg_attr(
+    not(all(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(dead_code, unused_variables, unused_mut)
+)]
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod advisory;
+pub(crate) mod config;
+mod db;
+mod fence;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod for_update;
+mod optimistic;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod pinned;
+mod table;
+mod wait;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use self::config::{Scheme, SchemeConfig};
+use self::db::{Dialect, Pool};
+use crate::error::{Error, Result};
+use crate::inspect::Inspection;
+use crate::key::{Family, Key};
+use crate::state::{Attempt, KeyState, Mode, Released, Request};
+use crate::store::{Store, Subscription};
+use crate::url::StoreUrl;
+
+/// One lock scheme's steps on a name (the store's prefix already in it).
+#[async_trait]
+pub(crate) trait LockScheme: Send + Sync + 'static {
+    async fn acquire(&self, name: &str, req: &Request) -> Result<Attempt>;
+    async fn renew(&self, name: &str, holder: &str, lease_ms: u64) -> Result<bool>;
+    async fn release(&self, name: &str, holder: &str, count: u32) -> Result<Released>;
+    /// The hold (at most one) and last token, and the time `lease_left` is measured from.
+    async fn read(&self, name: &str) -> Result<(KeyState, u64)>;
+    /// A number that changes whenever the lock may have been freed (waiters poll it).
+    async fn version(&self, name: &str) -> Result<i64>;
+    async fn close(&self);
+}
+
+/// A store speaking one lock scheme.
+pub(crate) struct SchemeStore {
+    scheme: Scheme,
+    imp: Arc<dyn LockScheme>,
+    /// What names the store's locks in this process (its waiters' wake-ups).
+    id: String,
+}
+
+impl std::fmt::Debug for SchemeStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemeStore").field("scheme", &self.scheme).finish_non_exhaustive()
+    }
+}
+
+/// The store's connections: `pool` for one-statement steps, and for the session schemes
+/// `pinned`, whose connections are each pinned to one held lock.
+pub(crate) struct Conns {
+    pub(crate) pool: Pool,
+    pub(crate) store: String,
+}
+
+impl SchemeStore {
+    /// Opens the scheme `url` asks for; `None` when it asks for baton's own design.
+    pub(crate) async fn open(url: &StoreUrl) -> Result<Option<SchemeStore>> {
+        let Some(scheme) = config::requested(url)? else { return Ok(None) };
+        let cfg = SchemeConfig::from_url(url, scheme)?;
+        let store = format!("{url} (scheme {})", scheme.as_str());
+        let conns = Conns { pool: connect(url, &cfg, 8, &store).await?, store: store.clone() };
+        let imp: Arc<dyn LockScheme> = match scheme {
+            Scheme::Table => Arc::new(table::Table::open(conns, &cfg).await?),
+            Scheme::Optimistic => Arc::new(optimistic::Optimistic::open(conns, &cfg).await?),
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            Scheme::ForUpdate => {
+                let pinned = connect(url, &cfg, cfg.pool, &store).await?;
+                Arc::new(pinned::Pinned::new(for_update::ForUpdate::open(&conns, &cfg).await?, conns, pinned, &cfg))
+            }
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            Scheme::Advisory => {
+                let pinned = connect(url, &cfg, cfg.pool, &store).await?;
+                Arc::new(pinned::Pinned::new(advisory::Advisory::open(&conns, &cfg).await?, conns, pinned, &cfg))
+            }
+            #[allow(unreachable_patterns)]
+            _ => return Err(Error::unsupported(format!("`?scheme={}` needs a database server", scheme.as_str()))),
+        };
+        let id = format!("sql-scheme:{}:{}:{}", scheme.as_str(), url.identity(), cfg.names.table);
+        Ok(Some(SchemeStore { scheme, imp, id }))
+    }
+
+    /// The refusal of everything but plain locks, naming where it is.
+    fn only_locks(&self, key: &Key) -> Error {
+        let what = if key.family == Family::Lock { "fair locks" } else { key.family.as_str() };
+        Error::unsupported(format!(
+            "{key}: the SQL lock scheme `{}` has plain locks only; {what} need baton's own SQL design \
+             (the URL without `scheme`, or `scheme=state`), which has every primitive",
+            self.scheme.as_str()
+        ))
+    }
+
+    fn check(&self, key: &Key, mode: Option<&Mode>) -> Result<()> {
+        match (key.family, mode) {
+            (Family::Lock, None | Some(Mode::Exclusive)) => Ok(()),
+            _ => Err(self.only_locks(key)),
+        }
+    }
+}
+
+/// Opens a pool of at most `max` connections to the database `url` names.
+async fn connect(url: &StoreUrl, cfg: &SchemeConfig, max: u32, store: &str) -> Result<Pool> {
+    let fail = |e: sqlx::Error| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e);
+    match url.scheme() {
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => {
+            let server = super::config::ServerConfig::unchecked(url);
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(max)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(&server.driver_url("postgres"))
+                .await
+                .map_err(fail)?;
+            Ok(Pool::Pg(pool))
+        }
+        #[cfg(feature = "mysql")]
+        "mysql" => {
+            let server = super::config::ServerConfig::unchecked(url);
+            let pool = sqlx::mysql::MySqlPoolOptions::new()
+                .max_connections(max)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(&server.driver_url("mysql"))
+                .await
+                .map_err(fail)?;
+            Ok(Pool::My(pool))
+        }
+        #[cfg(feature = "sqlite")]
+        "sqlite" => {
+            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+            use std::str::FromStr;
+            let path = format!("{}{}", url.hosts(), url.path());
+            let opts = SqliteConnectOptions::from_str("sqlite://")
+                .map_err(fail)?
+                .filename(&path)
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(cfg.busy_timeout);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(max)
+                .acquire_timeout(cfg.busy_timeout + Duration::from_secs(5))
+                .connect_with(opts)
+                .await
+                .map_err(|e| {
+                    Error::connection(format!("cannot open the SQLite database {path}: {e}")).with_source(e)
+                })?;
+            Ok(Pool::Lite(pool))
+        }
+        s => Err(Error::invalid_url(format!("`{s}://` names no SQL database of this build"))),
+    }
+}
+
+/// Runs a scheme's `CREATE TABLE IF NOT EXISTS` statements (unless `?create=false`).
+/// PostgreSQL creators take a transaction-scoped advisory lock first: concurrent
+/// `CREATE TABLE IF NOT EXISTS` can collide in its catalog.
+pub(crate) async fn create(conns: &Conns, cfg: &SchemeConfig, statements: &[String]) -> Result<()> {
+    if !cfg.create {
+        return Ok(());
+    }
+    let err = db::err(&conns.store);
+    let mut tx = conns.pool.begin().await.map_err(&err)?;
+    if conns.pool.dialect() == Dialect::Postgres {
+        tx.ex().exec("SELECT pg_advisory_xact_lock(hashtext('baton_state'))", &[]).await.map_err(&err)?;
+    }
+    for s in statements {
+        tx.ex().exec(s, &[]).await.map_err(&err)?;
+    }
+    tx.commit().await.map_err(&err)
+}
+
+fn lease_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[async_trait]
+impl Store for SchemeStore {
+    async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
+        self.check(key, Some(&req.mode))?;
+        self.imp.acquire(&key.name, req).await
+    }
+
+    async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
+        self.check(key, None)?;
+        self.imp.renew(&key.name, holder, lease_ms(lease)).await
+    }
+
+    /// Every renewal of the batch at once (each is one statement on its own connection).
+    async fn renew_many(&self, items: &[(Key, String)], lease: Duration) -> Result<Vec<bool>> {
+        let all = futures_util::future::join_all(items.iter().map(|(k, h)| self.renew(k, h, lease))).await;
+        all.into_iter().collect()
+    }
+
+    async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
+        self.check(key, None)?;
+        let out = self.imp.release(&key.name, holder, count).await?;
+        if out == Released::Freed {
+            wait::handoff(&self.id, &key.name).notify_one();
+        }
+        Ok(out)
+    }
+
+    async fn leave_queue(&self, _key: &Key, _holder: &str) -> Result<()> {
+        Ok(())
+    }
+
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        self.check(key, None)?;
+        Ok(Box::new(wait::Waiter::start(self.imp.clone(), &self.id, &key.name).await?))
+    }
+
+    async fn inspect(&self, key: &Key) -> Result<Inspection> {
+        self.check(key, None)?;
+        let (s, now) = self.imp.read(&key.name).await?;
+        Ok(Inspection::from_state(key, &s, now))
+    }
+
+    async fn latch_try_set(&self, key: &Key, _count: u64) -> Result<bool> {
+        Err(self.only_locks(key))
+    }
+
+    async fn latch_count_down(&self, key: &Key) -> Result<u64> {
+        Err(self.only_locks(key))
+    }
+
+    async fn latch_count(&self, key: &Key) -> Result<u64> {
+        Err(self.only_locks(key))
+    }
+
+    async fn close(&self) {
+        self.imp.close().await;
+    }
+}

@@ -29,9 +29,28 @@ pub fn raised(name: &str) -> Error {
     }
 }
 
+/// Calls `$m!` with the name of every kind of the core, in declaration order, for a binding
+/// whose framework needs the kinds as identifiers (uniffi's error enum). The test below
+/// keeps the list equal to [`ErrorKind::ALL`], so a kind added to the core fails here first.
+#[macro_export]
+macro_rules! with_error_kinds {
+    ($m:ident) => {
+        $m! { InvalidArgument, InvalidUrl, Timeout, NotHeld, LockLost, Connection, Backend, Closed, Unsupported }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    macro_rules! listed {
+        ($($k:ident),*) => { vec![$(stringify!($k)),*] };
+    }
+
+    #[test]
+    fn macro_lists_every_kind() {
+        assert_eq!(with_error_kinds!(listed), names());
+    }
 
     #[test]
     fn names_round_trip() {

@@ -4,6 +4,7 @@
 //! - [`cell`]: the core guard behind a guard object of the host language, which a
 //!   release empties (a host object cannot be consumed as `release(self)` is);
 //! - [`kind`]: the error kind names, taken from the core's [`baton::ErrorKind::ALL`];
+//!   [`with_error_kinds!`] passes them as identifiers to a macro (uniffi's error enum);
 //! - [`convert`]: host numbers to durations, counts and lock options, and counts back to
 //!   numbers a JavaScript `number` holds exactly, with the core's `InvalidArgument` errors.
 

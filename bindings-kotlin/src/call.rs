@@ -1,0 +1,35 @@
+//! Every call runs on baton's shared runtime (`baton::rt::run`): the JVM has no tokio, and
+//! Kotlin polls the returned future from its own threads. A panic inside becomes a
+//! `Backend` error; dropping the future (a cancelled coroutine) aborts the call, and the
+//! core's acquire futures are cancel-safe: nothing stays held or queued.
+
+use std::future::Future;
+use std::time::Duration;
+
+use baton::Result;
+
+use crate::errors::FfiError;
+
+/// Runs `fut` on baton's runtime; its error becomes the uniffi error of its kind.
+pub(crate) async fn run<T, F>(fut: F) -> Result<T, FfiError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    baton::rt::run(fut).await.map_err(FfiError::from)
+}
+
+/// An optional wait limit in milliseconds (`timeout`), validated as in every binding.
+pub(crate) fn timeout(ms: Option<f64>) -> Result<Option<Duration>> {
+    baton_bind::convert::opt_millis("timeout", ms)
+}
+
+/// A duration in milliseconds called `what` in messages.
+pub(crate) fn millis(what: &str, ms: f64) -> Result<Duration> {
+    baton_bind::convert::millis(what, ms)
+}
+
+/// A count from a JVM `Long` (`permits`, `count`): out of `u32` range is `InvalidArgument`.
+pub(crate) fn count(what: &str, n: i64) -> Result<u32> {
+    baton_bind::convert::int(what, i128::from(n))
+}

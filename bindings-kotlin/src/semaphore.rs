@@ -1,0 +1,140 @@
+//! `Semaphore` and the `Permit` guard (shared with `PermitSemaphore`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use baton_bind::Cell;
+
+use crate::call::{self, count};
+use crate::errors::FfiError;
+use crate::guard::guard_methods;
+use crate::inspect::Inspection;
+use crate::live::Live;
+
+/// A semaphore of N permits.
+#[derive(uniffi::Object)]
+pub struct Semaphore {
+    inner: baton::Result<baton::Semaphore>,
+    name: String,
+    _live: Live,
+}
+
+impl Semaphore {
+    pub(crate) fn new(inner: baton::Result<baton::Semaphore>, name: String) -> Arc<Semaphore> {
+        Arc::new(Semaphore { inner, name, _live: Live::new() })
+    }
+}
+
+#[uniffi::export]
+impl Semaphore {
+    /// The name.
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The total number of permits (0 for a bad handle).
+    pub fn permits(&self) -> u32 {
+        self.inner.as_ref().map_or(0, baton::Semaphore::permits)
+    }
+
+    /// Waits for `n` permits at once.
+    pub async fn acquire(&self, n: i64, timeout_ms: Option<f64>) -> Result<Arc<Permit>, FfiError> {
+        let sem = self.inner.clone();
+        call::run(async move {
+            let sem = sem?;
+            let n = count("count", n)?;
+            match call::timeout(timeout_ms)? {
+                Some(t) => sem.acquire_many_timeout(n, t).await,
+                None => sem.acquire_many(n).await,
+            }
+            .map(Permit::new)
+        })
+        .await
+    }
+
+    /// One attempt at `n` permits: null when not enough are free.
+    pub async fn try_acquire(&self, n: i64) -> Result<Option<Arc<Permit>>, FfiError> {
+        let sem = self.inner.clone();
+        call::run(async move {
+            let n = count("count", n)?;
+            Ok(sem?.try_acquire_many(n).await?.map(Permit::new))
+        })
+        .await
+    }
+
+    /// Permits free right now.
+    pub async fn available(&self) -> Result<u32, FfiError> {
+        let sem = self.inner.clone();
+        call::run(async move { sem?.available().await }).await
+    }
+
+    /// Current permit holders and the last token.
+    pub async fn inspect(&self) -> Result<Inspection, FfiError> {
+        let sem = self.inner.clone();
+        call::run(async move { sem?.inspect().await.map(Inspection::from) }).await
+    }
+}
+
+/// Permits held from a semaphore.
+#[derive(uniffi::Object)]
+pub struct Permit {
+    cell: Arc<Cell<baton::Permit>>,
+    token: u64,
+    id: String,
+    name: String,
+    /// The count held, kept in step by `release_many` (read without waiting on the cell).
+    count: Arc<AtomicU32>,
+    _live: Live,
+}
+
+impl Permit {
+    pub(crate) fn new(p: baton::Permit) -> Arc<Permit> {
+        let (token, id, name, count) = (p.token().get(), p.id().to_owned(), p.name().to_owned(), p.count());
+        let cell = Cell::new(p, format!("permit `{id}` of `{name}`"));
+        Arc::new(Permit { cell, token, id, name, count: Arc::new(AtomicU32::new(count)), _live: Live::new() })
+    }
+}
+
+#[uniffi::export]
+impl Permit {
+    /// The fencing token of this grant.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The permit id (what a permit semaphore releases it by).
+    pub fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// How many permits this still holds.
+    pub fn count(&self) -> u32 {
+        if self.cell.is_released() { 0 } else { self.count.load(Ordering::Acquire) }
+    }
+
+    /// Gives `n` permits back and keeps the rest.
+    pub async fn release_many(&self, n: i64) -> Result<(), FfiError> {
+        let (cell, held) = (self.cell.clone(), self.count.clone());
+        call::run(async move {
+            let n = count("count", n)?;
+            let mut p = cell.held_mut().await?;
+            let out = p.release_many(n).await;
+            held.store(p.count(), Ordering::Release);
+            out
+        })
+        .await
+    }
+
+    /// Sets the lease to `lease_ms` from now.
+    pub async fn extend(&self, lease_ms: f64) -> Result<(), FfiError> {
+        let cell = self.cell.clone();
+        call::run(async move { cell.extend(call::millis("lease", lease_ms)?).await }).await
+    }
+}
+
+guard_methods!(Permit);

@@ -31,8 +31,13 @@ pub(super) fn suffix_base(name: &str) -> String {
 }
 
 /// The prefixes of the keys a name owns besides its own (`prefix_name`).
-const OWNED_PREFIXES: [&str; 5] =
-    ["redisson_lock_token:", "redisson_lock_queue:", "redisson_lock_timeout:", "baton_rwlock_queue:", "baton_rwlock_timeout:"];
+const OWNED_PREFIXES: [&str; 5] = [
+    "redisson_lock_token:",
+    "redisson_lock_queue:",
+    "redisson_lock_timeout:",
+    "baton_rwlock_queue:",
+    "baton_rwlock_timeout:",
+];
 
 /// Refuses a Redis name that is another name's key: a counter, queue, side hash or timeout
 /// key (`prefix_name`/`suffix_name` of some name), or, for a lock, another kind's
@@ -43,7 +48,9 @@ pub(super) fn check_not_owned(n: &str, family: Family, typed: bool) -> Result<()
         n.contains('{') && (n.ends_with(":baton") || n.ends_with(":timeout") || n.contains(":rwlock_timeout:"));
     let other_kind = typed
         && family == Family::Lock
-        && [Family::RwLock, Family::Semaphore, Family::Latch].iter().any(|f| n.strip_prefix(f.as_str()).is_some_and(|r| r.starts_with(':')));
+        && [Family::RwLock, Family::Semaphore, Family::Latch]
+            .iter()
+            .any(|f| n.strip_prefix(f.as_str()).is_some_and(|r| r.starts_with(':')));
     if suffixed || other_kind || OWNED_PREFIXES.iter().any(|p| n.starts_with(p)) {
         return Err(Error::invalid_argument(format!(
             "`{n}` is a key another name's primitive keeps on Redis (docs/redis-layout.md); choose another name"

@@ -67,12 +67,9 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         // `_under_way` counts the attempt as under way until its grant is recorded (below,
         // with no await in between), so that no other attempt of this slot takes it for
         // a stray meanwhile.
-        // In an outage, an attempt may not run past the moment the waiter gives up.
-        let tried = match outage.give_up {
-            Some(at) => crate::rt::timeout_at(at, attempt(slot, &req)).await.map_err(|_| outage.failure()),
-            None => Ok(attempt(slot, &req).await),
-        };
-        let (attempt, _under_way) = match tried? {
+        // An attempt is never cut short here: one dropped after its request went out
+        // could leave a grant nobody gives back (each store call bounds its own time).
+        let (attempt, _under_way) = match attempt(slot, &req).await {
             Ok(a) => {
                 outage.over();
                 a
@@ -146,17 +143,11 @@ struct Outage {
     /// When the waiter gives up, while failures go on.
     give_up: Option<Instant>,
     pause: Duration,
-    last: Option<Error>,
 }
 
 impl Outage {
     fn over(&mut self) {
-        (self.give_up, self.last) = (None, None);
-    }
-
-    /// The error to give up with.
-    fn failure(&mut self) -> Error {
-        self.last.take().unwrap_or_else(|| Error::connection("the store could not be reached"))
+        self.give_up = None;
     }
 
     /// Returns after a pause when a waiter may try again after `e`; otherwise `e`.
@@ -170,7 +161,6 @@ impl Outage {
         if now >= give_up {
             return Err(e);
         }
-        self.last = Some(e);
         self.pause = (self.pause * 2).clamp(Duration::from_millis(50), Duration::from_millis(400));
         crate::rt::sleep_until((now + self.pause).min(give_up)).await;
         Ok(())

@@ -120,13 +120,16 @@ def test_lost_wait_times_out_while_held(client: baton.Client) -> None:
 
 
 def test_extend_keeps_a_ttl_grant(client: baton.Client) -> None:
-    g = client.lock("ext", ttl=0.5).acquire()
-    for _ in range(3):  # 1.2 s in all, past the 0.5 s ttl
+    # A 1 s ttl extended every 0.4 s: the holder counts its lease from when the request
+    # was sent, minus a drift margin, so the period leaves room for a slow store (the etcd
+    # gateway) on a loaded machine.
+    g = client.lock("ext", ttl=1.0).acquire()
+    for _ in range(4):  # 1.6 s in all, past the 1 s ttl
         time.sleep(0.4)
-        g.extend(1.0)
+        g.extend(1.5)
     assert not g.lost.is_set()
     lease_left = client.inspect("ext").holders[0].lease_left
-    assert lease_left is None or 0 < lease_left <= 1.0
+    assert lease_left is None or 0 < lease_left <= 1.5
     g.release()
 
 

@@ -72,6 +72,9 @@ def test_processes_exclude_each_other(shared_url: str, tmp_path: Path) -> None:
 def test_client_from_before_fork_is_closed_in_the_child(shared_url: str) -> None:
     """The child of fork() gets a fresh runtime; the parent's client reports Closed
     there (its leases belong to the parent) instead of hanging."""
+    if shared_url.startswith("zk://"):
+        # Known gap of the new ZooKeeper store: reported as xfail, never as a pass.
+        pytest.xfail("zk://: a client from before fork() is not yet closed in the child")
     client = baton.connect(shared_url)
     held = client.lock("forked").acquire()
     ctx = mp.get_context("fork")

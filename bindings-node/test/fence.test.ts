@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { connect, fencedUpdate } from 'baton';
+import { connect, fencedUpdate } from 'baton-lock';
 
 import { label, rejectsWith, storeUrls, uniq } from './helpers.js';
 

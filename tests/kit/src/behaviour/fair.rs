@@ -125,21 +125,24 @@ pub async fn dropped_waiter_leaves_queue(store: &Store) {
 }
 
 /// `acquire` futures of a fair lock dropped at random points while the lock is busy leave
-/// no queue place: after the holder releases, a newcomer gets it at once, long before the
-/// 5 s queue ttl could have cleaned up.
+/// no queue place: after the holder releases, a newcomer gets it long before the queue
+/// ttl could have cleaned up.
 pub async fn random_cancellation_leaves_no_queue_place(store: &Store) {
     let name = unique("fair-cancel");
     let (a, b) = (store.client().await, store.client().await);
+    // A 60 s queue ttl: a place left behind would stay for a minute, far beyond the bound
+    // below, so the check tells a clean queue from a leak even on a loaded machine.
+    let opts = LockOptions::new().queue_ttl(Duration::from_secs(60));
     let g = a.fair_lock(&name).acquire().await.unwrap();
     // 4 tasks × 100 rounds, each a fresh handle (a fresh queue place) dropped after
     // 0–3 ms; running them side by side is what makes in-flight attempts meet the
     // background `leave_queue` of their own dropped future (the race this checks).
     let mut tasks = Vec::new();
     for t in 0..4u64 {
-        let (b, name) = (b.clone(), name.clone());
+        let (b, name, opts) = (b.clone(), name.clone(), opts.clone());
         tasks.push(tokio::spawn(async move {
             for i in 0..100u64 {
-                let h = b.fair_lock(&name);
+                let h = b.fair_lock_with(&name, opts.clone());
                 let _ = tokio::time::timeout(Duration::from_micros((t * 997 + i * 7919) % 3000), h.acquire()).await;
             }
         }));
@@ -151,11 +154,11 @@ pub async fn random_cancellation_leaves_no_queue_place(store: &Store) {
     // each taking a place and giving it back, so the queue can look empty between two of
     // them: the check is that a newcomer gets in (with no place left) soon, not at one read.
     // Bound: the background `leave_queue`s run in well under a second on an idle machine
-    // (up to ~2 s for 400 of them on a loaded one over MySQL); stale places would only go
-    // after the 5 s queue ttl, so 4 s still tells the two apart.
+    // and took over 4 s for 400 of them on a loaded 2-core one; a leaked place would stay
+    // for the 60 s queue ttl, so 20 s still tells the two apart.
     g.release().await.unwrap();
     let c = store.client().await;
-    let took = eventually("a newcomer let in, no queue places left", Duration::from_secs(4), || async {
+    let took = eventually("a newcomer let in, no queue places left", Duration::from_secs(20), || async {
         let Some(g) = c.fair_lock(&name).try_acquire().await.unwrap() else { return false };
         g.release().await.unwrap();
         a.fair_lock(&name).inspect().await.unwrap().waiters.is_empty()

@@ -227,19 +227,22 @@ pub async fn vanished_writer_unblocks_readers(store: &Store) {
 }
 
 /// `write` futures dropped at random points while readers hold leave no writer queue
-/// place: new readers are welcome again at once, not only after the 5 s queue ttl.
+/// place: new readers are welcome again soon, long before the queue ttl could clean up.
 pub async fn random_cancellation_leaves_no_writer_place(store: &Store) {
     let name = unique("rw-cancel");
     let (a, b) = (store.client().await, store.client().await);
+    // A 60 s queue ttl, as in `fair::random_cancellation_leaves_no_queue_place`: a leaked
+    // writer place would outlast the bound below many times over.
+    let opts = LockOptions::new().queue_ttl(Duration::from_secs(60));
     let r = a.rw_lock(&name).read().await.unwrap();
     // 4 tasks × 100 rounds, each a fresh handle (a fresh writer id) dropped after 0–3 ms,
     // side by side (see `fair::random_cancellation_leaves_no_queue_place`).
     let mut tasks = Vec::new();
     for t in 0..4u64 {
-        let (b, name) = (b.clone(), name.clone());
+        let (b, name, opts) = (b.clone(), name.clone(), opts.clone());
         tasks.push(tokio::spawn(async move {
             for i in 0..100u64 {
-                let h = b.rw_lock(&name);
+                let h = b.rw_lock_with(&name, opts.clone());
                 let _ = tokio::time::timeout(Duration::from_micros((t * 997 + i * 7919) % 3000), h.write()).await;
             }
         }));
@@ -250,10 +253,11 @@ pub async fn random_cancellation_leaves_no_writer_place(store: &Store) {
     // Attempts already sent when their futures were dropped still run in the background,
     // each taking a place and giving it back, so the queue can look empty between two of
     // them: the check is that a reader gets in (with no place left) soon, not at one read.
-    // Bound: background `leave_queue`s take milliseconds (up to ~2 s for 400 on a loaded
-    // machine over MySQL); stale places last 5 s, so 4 s still tells the two apart.
+    // Bound: background `leave_queue`s take milliseconds, and over 4 s for 400 of them on
+    // a loaded 2-core machine over PostgreSQL; a leaked place would stay for the 60 s
+    // queue ttl, so 20 s still tells the two apart.
     let c = store.client().await;
-    eventually("a reader let in, no writer places left", Duration::from_secs(4), || async {
+    eventually("a reader let in, no writer places left", Duration::from_secs(20), || async {
         let Some(g) = c.rw_lock(&name).try_read().await.unwrap() else { return false };
         g.release().await.unwrap();
         a.rw_lock(&name).inspect().await.unwrap().waiters.is_empty()

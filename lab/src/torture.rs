@@ -176,9 +176,9 @@ impl Lab {
     }
 
     /// How long a successor may poll for a lock held for `ttl` by a holder that went
-    /// silent: several ttls and two seconds more, for a loaded 2-core CI machine.
+    /// silent: several ttls and five seconds more, for a loaded 2-core CI machine.
     fn expiry_limit(ttl: Duration) -> Duration {
-        ttl * 4 + Duration::from_secs(2)
+        ttl * 4 + Duration::from_secs(5)
     }
 
     /// Polls `lock` until it is granted (`true`) or the expiry limit of a `ttl` hold

@@ -6,7 +6,7 @@
 //! `redis-server` children of the lab's own (free ports, killed when done).
 //!
 //! No bound here is a speed target: the lab's ttls are 300 ms and every wait for an
-//! expiry polls up to 4 ttls + 2 s, which is what makes it pass on a loaded 2-core machine.
+//! expiry polls up to 4 ttls + 5 s, which is what makes it pass on a loaded 2-core machine.
 
 use baton_lab::{self as lab, Cell, Flaw, Matrix, Property, Scheme};
 

@@ -12,6 +12,7 @@ use super::fanout::Late;
 use super::gate::gate;
 use super::node::Node;
 use super::quorum::{self, Tally, Verdict};
+use super::config::BEHIND_TIMEOUT;
 use super::{LIMITS_KEPT, Redlock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::key::Key;
@@ -137,7 +138,12 @@ impl Redlock {
         mut late: Late<(Attempt, u64)>,
         token: u64,
     ) -> usize {
-        let limit = self.per_node(Duration::from_millis(req.lease_ms));
+        let lease = Duration::from_millis(req.lease_ms);
+        let limit = self.per_node(lease);
+        // In the background a node gets more than one step's limit (up to the lease, at
+        // most 5 s): a late answer on a loaded host must still leave the token there. A
+        // later step on that node waits for it within its own limit.
+        let behind_limit = limit.max(lease.min(BEHIND_TIMEOUT));
         let mut at_token = 0;
         let mut raise = Vec::new();
         for ((n, a), late) in self.nodes.iter().zip(answers).zip(late.iter_mut()) {
@@ -158,7 +164,7 @@ impl Redlock {
             // A late answer that already meets the token (the usual case: the nodes agree
             // on the counter) needs nothing more.
             let (n2, key2, holder) = (n.clone(), key.clone(), req.holder.clone());
-            n.step_behind(key, limit, async move {
+            n.step_behind(key, behind_limit, async move {
                 let known = match late {
                     Some(rx) => rx.await.ok().and_then(Result::ok),
                     None => None,

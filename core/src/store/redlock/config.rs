@@ -18,6 +18,9 @@ const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
 /// The node timeout of a step without a lease (release, inspect, subscribe) unless
 /// `?node_timeout=` says otherwise.
 pub(super) const STEP_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a token write-back may take on a node that answered after the quorum (in the
+/// background, and waited for by `close`): longer than one step, for a loaded host.
+pub(super) const BEHIND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a `redlock://` URL asks for. Its `Debug` shows URLs redacted only.
 #[derive(Debug, Clone)]

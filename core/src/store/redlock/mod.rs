@@ -267,7 +267,8 @@ impl Store for Redlock {
     async fn close(&self) {
         // The steps still answering in the background first (a release's late nodes, a
         // token write-back): closing the connections under them would drop them, leaving
-        // holds there until their lease ends. Each is bounded by its own node limit.
+        // holds there until their lease ends. Each is bounded by its own node limit (a
+        // token write-back by `BEHIND_TIMEOUT`).
         join_all(self.nodes.iter().map(|n| n.behind.settled())).await;
         join_all(self.nodes.iter().map(|n| n.redis.close())).await;
     }

@@ -8,11 +8,11 @@ use futures_util::future::join_all;
 use rand::Rng;
 use tokio::time::Instant;
 
+use super::config::BEHIND_TIMEOUT;
 use super::fanout::Late;
 use super::gate::gate;
 use super::node::Node;
 use super::quorum::{self, Tally, Verdict};
-use super::config::BEHIND_TIMEOUT;
 use super::{LIMITS_KEPT, Redlock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::key::Key;

@@ -10,22 +10,10 @@ mod sql_schemes;
 use std::time::Duration;
 
 use baton::Client;
-use baton_testkit::behaviour::{self, bounded, unique, with_option};
-use sqlx::{Connection, MySqlConnection};
+use baton_testkit::behaviour::{bounded, unique, with_option};
+use sqlx::Connection;
 
-fn base() -> String {
-    behaviour::crash::server_url("BATON_TEST_MYSQL_URL")
-}
-
-fn url(scheme: &str) -> String {
-    with_option(&base(), &format!("scheme={scheme}"))
-}
-
-async fn raw() -> MySqlConnection {
-    MySqlConnection::connect(&base()).await.unwrap()
-}
-
-server_schemes!();
+server_schemes!("BATON_TEST_MYSQL_URL", sqlx::MySqlConnection);
 
 #[tokio::test]
 async fn odd_names_are_data() {

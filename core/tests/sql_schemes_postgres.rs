@@ -11,22 +11,10 @@ mod sql_schemes;
 use std::time::Duration;
 
 use baton::Client;
-use baton_testkit::behaviour::{self, bounded, unique, with_option};
-use sqlx::{Connection, PgConnection};
+use baton_testkit::behaviour::{bounded, unique, with_option};
+use sqlx::Connection;
 
-fn base() -> String {
-    behaviour::crash::server_url("BATON_TEST_POSTGRES_URL")
-}
-
-fn url(scheme: &str) -> String {
-    with_option(&base(), &format!("scheme={scheme}"))
-}
-
-async fn raw() -> PgConnection {
-    PgConnection::connect(&base()).await.unwrap()
-}
-
-server_schemes!();
+server_schemes!("BATON_TEST_POSTGRES_URL", sqlx::PgConnection);
 
 #[tokio::test]
 async fn odd_names_are_data() {

@@ -90,19 +90,32 @@ pub(crate) async fn killed_holder(url: &str) {
     baton_testkit::behaviour::crash::killed_holder_process_frees(&store).await;
 }
 
-/// The behaviour suite's lock checks for each scheme on a database server, and the checks
-/// above, for a test file defining `fn url(scheme: &str) -> String`. The session schemes
+/// For a database server's test file: `base()` (the server's URL, from the environment
+/// variable `$env`), `url(scheme)`, `raw()` (a plain sqlx connection of type `$conn`), the
+/// behaviour suite's lock checks for each scheme, and the checks above. The session schemes
 /// leave out `owner_option_reenters` (a hold lives in the client that took it, so two
 /// clients given one owner do not re-enter each other's hold) and `watchdog_renews_many`
 /// (150 held locks would pin 150 of the shared server's connections; the pool limit is
 /// checked by `pool_exhaustion_is_an_error` instead).
 #[allow(unused_macros)]
 macro_rules! server_schemes {
-    () => {
-        server_schemes!(@row table, "table");
-        server_schemes!(@row optimistic, "optimistic");
-        server_schemes!(@session for_update, "for-update");
-        server_schemes!(@session advisory, "advisory");
+    ($env:literal, $conn:ty) => {
+        fn base() -> String {
+            baton_testkit::behaviour::crash::server_url($env)
+        }
+
+        fn url(scheme: &str) -> String {
+            baton_testkit::behaviour::with_option(&base(), &format!("scheme={scheme}"))
+        }
+
+        async fn raw() -> $conn {
+            <$conn as sqlx::Connection>::connect(&base()).await.unwrap()
+        }
+
+        server_schemes!(@row table, "table", locks);
+        server_schemes!(@row optimistic, "optimistic", locks);
+        server_schemes!(@row for_update, "for-update", pinned_locks);
+        server_schemes!(@row advisory, "advisory", pinned_locks);
 
         fn table_store() -> baton_testkit::behaviour::Store {
             baton_testkit::behaviour::Store { url: url("table"), keep: None }
@@ -135,28 +148,14 @@ macro_rules! server_schemes {
             sql_schemes::pool_exhaustion_is_an_error(&url("advisory")).await;
         }
     };
-    (@row $module:ident, $scheme:literal) => {
+    // One scheme's module: its store and the behaviour checks of its set (`@locks`, or
+    // `@pinned_locks` where a hold pins a connection).
+    (@row $module:ident, $scheme:literal, $set:ident) => {
         mod $module {
             pub(crate) fn store() -> baton_testkit::behaviour::Store {
                 baton_testkit::behaviour::Store { url: crate::url($scheme), keep: None }
             }
-            baton_testkit::behaviour_suite!(@locks crate::$module::store);
-        }
-    };
-    (@session $module:ident, $scheme:literal) => {
-        mod $module {
-            pub(crate) fn store() -> baton_testkit::behaviour::Store {
-                baton_testkit::behaviour::Store { url: crate::url($scheme), keep: None }
-            }
-            baton_testkit::behaviour_suite!(@tests crate::$module::store;
-                lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter, lock::reentrancy,
-                lock::ttl_expiry_is_lost, lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock,
-                lock::stalled_holder_frees, lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
-                lock::cancelled_acquire_leaves_nothing, lock::close_releases, lock::watchdog_default_renewal,
-                lock::fencing_tokens_grow_without_fair, lock::dropped_reentrant_guards,
-                multi::all_or_nothing, multi::no_deadlock, multi::timeout_cancel_and_dedup,
-                multi::overlapping_subsets_exclude, errors::bad_names, errors::odd_names_are_distinct,
-            );
+            baton_testkit::behaviour_suite!(@ $set crate::$module::store);
         }
     };
 }

@@ -167,8 +167,9 @@ macro_rules! cross_process_suite {
 ///   check a vanished waiter their own way).
 ///
 /// `behaviour_suite!(crate::store)` runs every set; `behaviour_suite!(crate::store; except
-/// fair, latch)` leaves those two out (an unknown set name does not compile). Stores that run
-/// a few chosen checks only (lock-only schemes) list them with `@tests`.
+/// fair, latch)` leaves those two out (an unknown set name does not compile). Lock-only
+/// schemes take `@locks` (or `@pinned_locks`); stores that run a few chosen checks list
+/// them with `@tests`.
 #[macro_export]
 macro_rules! behaviour_suite {
     ($make:path) => {
@@ -260,13 +261,20 @@ macro_rules! behaviour_suite {
     // SQL lock schemes): exclusion, waiting, reentrancy, leases, loss, tokens, multi-locks
     // and names.
     (@locks $make:path) => {
+        $crate::behaviour_suite!(@pinned_locks $make);
+        $crate::behaviour_suite!(@tests $make; lock::owner_option_reenters, lock::watchdog_renews_many);
+    };
+    // `@locks` for schemes whose hold is a connection pinned to it (`for-update`,
+    // `advisory`): without another client re-entering under a shared owner (a session is
+    // one connection's) and without many holds at once (each takes a pooled connection).
+    (@pinned_locks $make:path) => {
         $crate::behaviour_suite!(@tests $make;
             lock::exclusion_counter, lock::try_and_timeout, lock::release_wakes_waiter,
-            lock::reentrancy, lock::owner_option_reenters, lock::ttl_expiry_is_lost,
+            lock::reentrancy, lock::ttl_expiry_is_lost,
             lock::extend_keeps_ttl_lock, lock::watchdog_keeps_lock, lock::stalled_holder_frees,
             lock::non_owner_release_never_frees, lock::dropped_guard_is_released,
             lock::cancelled_acquire_leaves_nothing, lock::close_releases, lock::watchdog_default_renewal,
-            lock::fencing_tokens_grow_without_fair, lock::watchdog_renews_many, lock::dropped_reentrant_guards,
+            lock::fencing_tokens_grow_without_fair, lock::dropped_reentrant_guards,
             multi::all_or_nothing, multi::no_deadlock, multi::timeout_cancel_and_dedup,
             multi::overlapping_subsets_exclude, errors::bad_names, errors::odd_names_are_distinct,
         );

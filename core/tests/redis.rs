@@ -99,9 +99,10 @@ async fn many_leases_renewed() {
     let trips = c.store_round_trips().unwrap() - before;
     assert!(guards.iter().all(|g| !g.is_lost()), "a renewed lease was lost");
     // About 5 periods × 10 batches of 100 (plus partial batches where acquisitions spread
-    // over a period boundary); one request per lease would be ≥ 5 000. Generous both ways
-    // for a loaded machine, far from either mistake.
-    assert!((5..=500).contains(&trips), "{trips} round trips renewed 1 000 leases for 2.5 s");
+    // over a period boundary, and retried batches): ~50 on an idle machine, 1 083 once on a
+    // loaded 2-core one; one request per lease would be ≥ 5 000. Generous both ways, far
+    // from either mistake.
+    assert!((5..=2500).contains(&trips), "{trips} round trips renewed 1 000 leases for 2.5 s");
     let other = Client::connect(&url).await.unwrap();
     assert!(other.lock(&format!("{base}/999")).try_acquire().await.unwrap().is_none());
 }

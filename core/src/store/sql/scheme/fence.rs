@@ -4,7 +4,7 @@
 //! says who took the last grant (and, for session locks, from which server session), which
 //! `inspect` reports for schemes whose lock itself records no owner.
 
-use super::db::{Arg, Dialect, Ex, Pool};
+use super::db::{Arg, Dialect, Ex, Pool, retry};
 
 /// `CREATE TABLE IF NOT EXISTS` of the counter table.
 pub(crate) fn schema(d: Dialect, table: &str) -> String {
@@ -23,8 +23,24 @@ pub(crate) fn schema(d: Dialect, table: &str) -> String {
 }
 
 /// Bumps the counter of `name` and records the grant's holder and session; returns the
-/// new token. One statement, committed on its own.
+/// new token. One statement, committed on its own on a pooled connection, so it is run
+/// again when InnoDB or PostgreSQL picks it as a deadlock victim (grants of overlapping
+/// names at once: a multi-lock's).
 pub(crate) async fn next(
+    pool: &Pool,
+    table: &str,
+    name: &str,
+    holder: &str,
+    session: Option<i64>,
+) -> std::result::Result<u64, sqlx::Error> {
+    retry(|| async {
+        let mut conn = pool.conn().await?;
+        next_on(conn.ex(), pool.dialect(), table, name, holder, session).await
+    })
+    .await
+}
+
+async fn next_on(
     ex: Ex<'_>,
     d: Dialect,
     table: &str,

@@ -139,15 +139,7 @@ impl<S: Session> LockScheme for Pinned<S> {
         let Some((held, session)) = self.s.take(&self.c, conn, name, req.lease_ms).await.map_err(&e)? else {
             return Ok(Attempt::Busy { retry_ms: None });
         };
-        let mut conn = match self.c.pool.conn().await {
-            Ok(c) => c,
-            Err(x) => {
-                held.abandon().await;
-                return Err(e(x));
-            }
-        };
-        let d = self.c.pool.dialect();
-        let token = match fence::next(conn.ex(), d, &self.fence_table, name, &req.holder, Some(session)).await {
+        let token = match fence::next(&self.c.pool, &self.fence_table, name, &req.holder, Some(session)).await {
             Ok(t) => t,
             Err(x) => {
                 held.abandon().await;

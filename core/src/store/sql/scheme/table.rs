@@ -22,7 +22,6 @@ const RECLAIMS: usize = 3;
 pub(crate) struct Table {
     c: Conns,
     n: Names,
-    d: Dialect,
     sql: Sql,
 }
 
@@ -45,7 +44,7 @@ impl Table {
         let d = c.pool.dialect();
         let n = cfg.names.clone();
         create(&c, cfg, &[schema(d, &n), fence::schema(d, &n.fence_table)]).await?;
-        Ok(Table { sql: Sql::new(d, &n), c, n, d })
+        Ok(Table { sql: Sql::new(d, &n), c, n })
     }
 }
 
@@ -140,11 +139,9 @@ impl LockScheme for Table {
             }
             let args = [Arg::S(name), Arg::S(holder), Arg::I(ms(req.lease_ms))];
             if pool.exec(&s.insert, &args).await.map_err(&e)?.rows == 1 {
-                let mut conn = pool.conn().await.map_err(&e)?;
-                let token =
-                    fence::next(conn.ex(), self.d, &self.n.fence_table, name, holder, None).await.map_err(&e)?;
+                let token = fence::next(pool, &self.n.fence_table, name, holder, None).await.map_err(&e)?;
                 let args = [Arg::I(ms(token)), Arg::S(name), Arg::S(holder)];
-                conn.ex().exec(&s.set_token, &args).await.map_err(&e)?;
+                pool.exec(&s.set_token, &args).await.map_err(&e)?;
                 return Ok(Attempt::Granted { token, count: 1, fresh: true });
             }
         }

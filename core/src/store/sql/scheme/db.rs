@@ -390,7 +390,7 @@ impl Pool {
 }
 
 /// Runs `f` again when it was chosen as a deadlock victim (a few times, briefly apart).
-pub(crate) async fn retry<T, F, Fut>(mut f: F) -> std::result::Result<T, sqlx::Error>
+async fn retry<T, F, Fut>(mut f: F) -> std::result::Result<T, sqlx::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = std::result::Result<T, sqlx::Error>>,

@@ -4,7 +4,7 @@
 //! says who took the last grant (and, for session locks, from which server session), which
 //! `inspect` reports for schemes whose lock itself records no owner.
 
-use super::db::{Arg, Dialect, Ex, Pool, retry};
+use super::db::{Arg, Dialect, Pool};
 
 /// `CREATE TABLE IF NOT EXISTS` of the counter table.
 pub(crate) fn schema(d: Dialect, table: &str) -> String {
@@ -23,9 +23,9 @@ pub(crate) fn schema(d: Dialect, table: &str) -> String {
 }
 
 /// Bumps the counter of `name` and records the grant's holder and session; returns the
-/// new token. One statement, committed on its own on a pooled connection, so it is run
-/// again when InnoDB or PostgreSQL picks it as a deadlock victim (grants of overlapping
-/// names at once: a multi-lock's).
+/// new token. One statement, committed on its own through the pool, which runs it again
+/// when InnoDB or PostgreSQL picks it as a deadlock victim (grants of overlapping names at
+/// once: a multi-lock's).
 pub(crate) async fn next(
     pool: &Pool,
     table: &str,
@@ -33,21 +33,7 @@ pub(crate) async fn next(
     holder: &str,
     session: Option<i64>,
 ) -> std::result::Result<u64, sqlx::Error> {
-    retry(|| async {
-        let mut conn = pool.conn().await?;
-        next_on(conn.ex(), pool.dialect(), table, name, holder, session).await
-    })
-    .await
-}
-
-async fn next_on(
-    ex: Ex<'_>,
-    d: Dialect,
-    table: &str,
-    name: &str,
-    holder: &str,
-    session: Option<i64>,
-) -> std::result::Result<u64, sqlx::Error> {
+    let d = pool.dialect();
     let t = d.q(table);
     let session = session.unwrap_or(-1);
     let args = [Arg::S(name), Arg::S(holder), Arg::I(session)];
@@ -59,7 +45,7 @@ async fn next_on(
                  ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), holder = VALUES(holder), \
                  session = VALUES(session)"
             );
-            i64::try_from(ex.exec(&sql, &args).await?.last_id).unwrap_or(i64::MAX)
+            i64::try_from(pool.exec(&sql, &args).await?.last_id).unwrap_or(i64::MAX)
         }
         _ => {
             let sql = format!(
@@ -69,7 +55,7 @@ async fn next_on(
                 d.p(2),
                 d.p(3)
             );
-            ex.one::<(i64,)>(&sql, &args).await?.0
+            pool.one::<(i64,)>(&sql, &args).await?.0
         }
     };
     Ok(u64::try_from(token).unwrap_or(0))

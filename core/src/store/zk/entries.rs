@@ -42,9 +42,12 @@ pub(crate) struct Entry {
 
 impl Entry {
     /// Milliseconds left of a baton node's lease at server time `now` (`None`: no lease).
+    /// `now` is local time plus an estimated offset, a few ms off either way, so the
+    /// figure is capped at the lease itself: time left never exceeds the lease granted.
     pub(crate) fn left_ms(&self, now: i64) -> Option<i64> {
         let d = self.data.as_ref()?;
-        Some(self.stat.mtime.saturating_add(i64::try_from(d.lease_ms).unwrap_or(i64::MAX)).saturating_sub(now))
+        let lease = i64::try_from(d.lease_ms).unwrap_or(i64::MAX);
+        Some(self.stat.mtime.saturating_add(lease).saturating_sub(now).min(lease))
     }
 
     pub(crate) fn expired(&self, now: i64) -> bool {

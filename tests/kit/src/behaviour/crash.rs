@@ -7,11 +7,11 @@ use std::time::Duration;
 use baton::{Client, LockOptions};
 use tokio::time::Instant;
 
-use super::{Store, bounded, unique};
+use super::{SLACK, Store, bounded, unique};
 
 /// A child process (this test binary, re-executed to run `child_holder`) holds a lock
 /// with a 2 s watchdog lease and is SIGKILLed; this process gets the lock within
-/// lease + 1 s.
+/// lease + `SLACK`.
 pub async fn killed_holder_process_frees(store: &Store) {
     let name = unique("killed");
     let (mut child, child_token) = spawn_holder(&store.url, &name, "lock").await;
@@ -21,8 +21,8 @@ pub async fn killed_holder_process_frees(store: &Store) {
     let killed = Instant::now();
     child.wait().unwrap();
     let g = bounded("acquire after SIGKILL", Duration::from_secs(10), c.lock(&name).acquire()).await.unwrap();
-    // Lease 2 s (not renewed after the kill) + at most 1 s for the waiter to re-check.
-    assert!(killed.elapsed() < Duration::from_secs(3), "took {:?}", killed.elapsed());
+    // Lease 2 s (not renewed after the kill) + the waiter's re-check on a loaded machine.
+    assert!(killed.elapsed() < Duration::from_secs(2) + SLACK, "took {:?}", killed.elapsed());
     assert!(g.token().get() > child_token, "token {} not above the dead child's {child_token}", g.token());
     g.release().await.unwrap();
 }

@@ -83,6 +83,11 @@ pub async fn bounded<T>(what: &str, limit: Duration, fut: impl Future<Output = T
 /// machine; a missing wake-up would take ≥ 1 s and fail.
 pub const WAKE: Duration = Duration::from_millis(500);
 
+/// What a loaded 2-core CI machine may add to a wait that ends with a lease (timers fire
+/// late, the waiter's re-check and the store's round trips queue behind other suites): a
+/// bound of `lease + SLACK` still tells a lease-length wait from the 30 s default lease.
+pub const SLACK: Duration = Duration::from_secs(3);
+
 /// Polls `cond` every 10 ms until it holds; fails the test after `limit`. Returns how long
 /// it took.
 pub async fn eventually<F, Fut>(what: &str, limit: Duration, mut cond: F) -> Duration

@@ -7,7 +7,7 @@ use std::time::Duration;
 use baton::{ErrorKind, LockOptions};
 use tokio::time::Instant;
 
-use super::{Store, WAKE, bounded, eventually, stalled, unique};
+use super::{SLACK, Store, WAKE, bounded, eventually, stalled, unique};
 
 /// Readers hold together; a writer excludes them and they it.
 pub async fn readers_share_writer_excludes(store: &Store) {
@@ -58,8 +58,9 @@ pub async fn writer_not_starved(store: &Store) {
     let t0 = Instant::now();
     let g = bounded("writer among readers", Duration::from_secs(10), w.rw_lock(&name).write()).await.unwrap();
     // Each reader holds 20 ms; once the writer queues no new reader may enter, so it gets
-    // in after the current ones leave. 2 s is far from "starved" and safe under load.
-    assert!(t0.elapsed() < Duration::from_secs(2), "writer waited {:?}", t0.elapsed());
+    // in after the current ones leave. 5 s is far from "starved" (the readers never stop)
+    // and safe under load.
+    assert!(t0.elapsed() < Duration::from_secs(5), "writer waited {:?}", t0.elapsed());
     let before = reads.load(Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let info = w.rw_lock(&name).inspect().await.unwrap();
@@ -182,7 +183,7 @@ pub async fn crashed_writer_lease_ends(store: &Store) {
     assert!(b.rw_lock(&name).try_read().await.unwrap().is_none(), "the dead writer's lease is still running");
     let r = bounded("read after a dead writer", Duration::from_secs(10), b.rw_lock(&name).read()).await.unwrap();
     // Lease 1 s, plus the reader's re-check and a loaded machine.
-    assert!(died.elapsed() < Duration::from_millis(2900), "{:?}", died.elapsed());
+    assert!(died.elapsed() < Duration::from_secs(1) + SLACK, "{:?}", died.elapsed());
     r.release().await.unwrap();
 }
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
-use baton_testkit::behaviour::{self, WAKE, bounded, unique};
+use baton_testkit::behaviour::{self, SLACK, WAKE, bounded, unique};
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
@@ -222,10 +222,11 @@ async fn vanished_waiter_node_is_skipped() {
         .unwrap();
     assert!(c.rw_lock(&rw).try_read().await.unwrap().is_none(), "a queued writer holds new readers back");
     let t0 = Instant::now();
-    let g = bounded("read after the dead writer's place lapsed", Duration::from_secs(6), c.rw_lock(&rw).read())
+    let g = bounded("read after the dead writer's place lapsed", Duration::from_secs(10), c.rw_lock(&rw).read())
         .await
         .unwrap();
-    assert!(t0.elapsed() < Duration::from_millis(3500), "{:?}", t0.elapsed());
+    // The place's 2 s lease, plus the reader's re-check on a loaded machine (`SLACK`).
+    assert!(t0.elapsed() < Duration::from_secs(2) + SLACK, "{:?}", t0.elapsed());
     g.release().await.unwrap();
     r.release().await.unwrap();
 }

@@ -1,7 +1,9 @@
 //! Cluster faults on 3-member etcd clusters of this test's own (members started and
 //! killed here, on loopback ports the OS picks; the shared cluster of `scripts/services`
 //! is never touched): the leader is SIGKILLed while a lock is held and others wait; the
-//! member a waiter talks to is SIGKILLed and the waiter fails over. The holder keeps the
+//! member a waiter talks to is SIGKILLed and the waiter fails over; the member a holder
+//! talks to freezes during its release, which then fails, and the hold still ends with its
+//! lease. The holder keeps the
 //! lock or gets the lost signal (never loses it silently), the waiters are granted after
 //! the election, and no two holders ever overlap (fencing tokens and a shared log of hold
 //! intervals).
@@ -155,7 +157,11 @@ async fn leader_killed_while_held() {
             let g = loop {
                 match c.lock_with(&name, opts.clone()).acquire_timeout(Duration::from_secs(20)).await {
                     Ok(g) => break g,
-                    Err(e) if matches!(e.kind(), baton::ErrorKind::Connection | baton::ErrorKind::Timeout) => continue,
+                    Err(e) if matches!(e.kind(), baton::ErrorKind::Connection | baton::ErrorKind::Timeout) => {
+                        // Printed (shown when the test fails): how the waits ended.
+                        eprintln!("waiter: {e} (trying again)");
+                        continue;
+                    }
                     Err(e) => panic!("waiter: {e}"),
                 }
             };
@@ -188,6 +194,7 @@ async fn leader_killed_while_held() {
     let held_to = Instant::now();
     let token = g.token().get();
     let released = g.release().await;
+    eprintln!("holder: lost {lost}, release {released:?}");
     match released {
         Ok(()) => {
             assert!(!lost, "a lost lock released without error");
@@ -268,6 +275,56 @@ async fn waiters_member_killed_fails_over() {
     assert!(g2.token() > first, "tokens: {first} then {}", g2.token());
     assert!(!g2.is_lost());
     g2.release().await.unwrap();
+}
+
+/// A release whose outcome is unknown — the one member its client talks to froze, the
+/// call timed out — leaves the hold to end with its lease, not for as long as the client
+/// lives: the session lease the key is under is given up (its keep-alive would otherwise
+/// resume with the member and keep the key). Locks (the Mutex queue) and semaphores (the
+/// keyed layout) alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failed_release_ends_with_the_lease() {
+    let _one = SERIAL.lock().await;
+    let (members, cluster, lead) = start_with_leader().await;
+    // A follower: freezing it leaves the cluster its leader and quorum.
+    let frozen = (lead + 1) % members.len();
+    let ep = |i: usize| format!("127.0.0.1:{}", members[i].1);
+    let others: Vec<String> = (0..members.len()).filter(|i| *i != frozen).map(ep).collect();
+    let holder = Client::connect(&format!("etcd://{}?timeout=1s&connect_timeout=1s", ep(frozen))).await.unwrap();
+    let other = Client::connect(&format!("etcd://{}?timeout=3s&connect_timeout=2s", others.join(","))).await.unwrap();
+    let pid = cluster.children[frozen].as_ref().unwrap().id();
+    let signal = |sig: &str| assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+    let lease = Duration::from_secs(3);
+    let opts = LockOptions::new().lease(lease);
+    for kind in ["lock", "semaphore"] {
+        let name = unique("failed-release");
+        let (token, released) = if kind == "lock" {
+            let g = holder.lock_with(&name, opts.clone()).acquire().await.unwrap();
+            signal("-STOP");
+            (g.token(), g.release().await)
+        } else {
+            let p = holder.semaphore_with(&name, 1, opts.clone()).acquire().await.unwrap();
+            signal("-STOP");
+            (p.token(), p.release().await)
+        };
+        // Thawed at once: the holder's client can reach etcd again, and nothing it keeps
+        // alive may keep the unreleased hold.
+        signal("-CONT");
+        let e = released.expect_err("a release through a frozen member succeeded");
+        assert!(matches!(e.kind(), baton::ErrorKind::Connection | baton::ErrorKind::Timeout), "{kind}: {e}");
+        let t0 = Instant::now();
+        let got = if kind == "lock" {
+            let g = bounded("lock after a failed release", Duration::from_secs(20), other.lock(&name).acquire()).await;
+            g.unwrap().token()
+        } else {
+            let sem = other.semaphore(&name, 1);
+            let p = bounded("permit after a failed release", Duration::from_secs(20), sem.acquire()).await;
+            p.unwrap().token()
+        };
+        // Lease 3 s, plus the waiter's re-check on a loaded machine.
+        assert!(t0.elapsed() < lease + behaviour::SLACK, "{kind}: granted only after {:?}", t0.elapsed());
+        assert!(got > token, "{kind}: tokens {token} then {got}");
+    }
 }
 
 /// A write to `res/<name>` fenced by `token`, as a resource guarding itself would do it:

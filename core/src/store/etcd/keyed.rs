@@ -325,9 +325,19 @@ pub(crate) async fn renew(t: &dyn Transport, local: &Local, key: &[u8], holder: 
 
 /// Gives back `count` of `holder`'s holds (`u32::MAX`: all); the last one deletes the key
 /// and records its token in `fence`.
-pub(crate) async fn release(t: &dyn Transport, key: &[u8], fence: &[u8], holder: &str, count: u32) -> Result<Released> {
+/// A write that fails gives up the session lease the key is under (`release_failed`); a
+/// read that fails, every session of the client (`release_failed_unread`).
+pub(crate) async fn release(
+    t: &dyn Transport,
+    local: &Local,
+    key: &[u8],
+    fence: &[u8],
+    holder: &str,
+    count: u32,
+) -> Result<Released> {
     for _ in 0..RACES {
-        let Some(h) = own(t, key, holder).await?.filter(Held::granted) else { return Ok(Released::NotHeld) };
+        let read = own(t, key, holder).await.inspect_err(|_| local.sessions.release_failed_unread());
+        let Some(h) = read?.filter(Held::granted) else { return Ok(Released::NotHeld) };
         let Some(v) = h.value.clone() else { return Ok(Released::NotHeld) };
         if count != u32::MAX && count > v.count {
             return Err(Error::invalid_argument(format!(
@@ -339,7 +349,8 @@ pub(crate) async fn release(t: &dyn Transport, key: &[u8], fence: &[u8], holder:
         if count != u32::MAX && count < v.count {
             let left = v.count - count;
             let value = Value { count: left, token: Some(i64::try_from(token).unwrap_or(0)), ..v };
-            if rewrite(t, &h, &value, None).await?.is_some() {
+            let put = rewrite(t, &h, &value, None).await;
+            if put.inspect_err(|_| local.sessions.release_failed(h.kv.lease))?.is_some() {
                 return Ok(Released::StillHeld(left));
             }
             continue;
@@ -352,7 +363,7 @@ pub(crate) async fn release(t: &dyn Transport, key: &[u8], fence: &[u8], holder:
             ],
             failure: vec![],
         };
-        if t.txn(txn).await?.succeeded {
+        if t.txn(txn).await.inspect_err(|_| local.sessions.release_failed(h.kv.lease))?.succeeded {
             // The hold's lease has no key left and runs out on its own.
             return Ok(Released::Freed);
         }

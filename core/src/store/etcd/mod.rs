@@ -187,7 +187,7 @@ impl Store for Etcd {
             }
             Family::RwLock | Family::Semaphore => {
                 for k in own_keys(key, holder) {
-                    match keyed::release(&*self.t, &k, &fence_key(key), holder, count).await? {
+                    match keyed::release(&*self.t, &self.local, &k, &fence_key(key), holder, count).await? {
                         Released::NotHeld => {}
                         done => return Ok(done),
                     }

@@ -3,7 +3,9 @@
 //! loop for as long as the client lives; every watchdog hold of the Mutex layout puts its
 //! key under it, so an uncontended acquire is one txn and a release one delete. A session
 //! lease found gone (a paused or cut-off process) is never used again: every hold under it
-//! reports its loss at its next renewal, and the next hold gets a new session.
+//! reports its loss at its next renewal, and the next hold gets a new session. So is a
+//! session under which a release failed with an unknown outcome: the keep-alive loop would
+//! otherwise keep that hold for the client's life.
 //!
 //! `ttl` holds (an explicit lease that `extend` changes) keep a lease of their own: a
 //! session lease is shared, so its length cannot be one hold's.
@@ -142,6 +144,25 @@ impl Sessions {
     /// Whether `lease` is a session lease of this client (never revoked by one hold).
     pub(crate) fn owns(&self, lease: i64) -> bool {
         self.find(lease).is_some()
+    }
+
+    /// A release of a key under `lease` failed with an unknown outcome (its txn erred):
+    /// if that is a session lease, the key may still be there, and the keep-alive loop
+    /// would keep it for as long as the client lives. The session is given up, so the key
+    /// ends with the lease — the engine's rule for a failed release — and the other holds
+    /// under it report their loss at their next renewal, as under a lost clientv3 session.
+    pub(crate) fn release_failed(&self, lease: i64) {
+        if let Some(s) = self.find(lease) {
+            s.give_up();
+        }
+    }
+
+    /// [`release_failed`](Self::release_failed) when the read that would have named the
+    /// key's lease failed: any session may hold it, so every one is given up.
+    pub(crate) fn release_failed_unread(&self) {
+        for (s, _) in self.live.locked().values() {
+            s.give_up();
+        }
     }
 
     /// Stops the loops and revokes the leases (their keys go with them, as when a

@@ -419,7 +419,7 @@ pub(crate) async fn release(
         // A hand-off grant whose key may still be moving (or failed to): deleted by its
         // create revision, wherever the move got to; a move after this finds it gone.
         let txn = release_txn(keys, &kv, Compare::create(&kv.key, kv.create_revision));
-        let freed = t.txn(txn).await?.succeeded;
+        let freed = t.txn(txn).await.inspect_err(|_| local.sessions.release_failed(kv.lease))?.succeeded;
         return Ok(if freed { Released::Freed } else { Released::NotHeld });
     }
     // First from what this process knows of its grant (no read); then from a read.
@@ -427,7 +427,7 @@ pub(crate) async fn release(
     for _ in 0..RACES {
         let e = match known.take() {
             Some(kv) => Entry { value: serde_json::from_slice::<Value>(&kv.value).ok(), kv },
-            None => match held(t, keys, holder).await? {
+            None => match held(t, keys, holder).await.inspect_err(|_| local.sessions.release_failed_unread())? {
                 Some(e) => e,
                 None => return Ok(Released::NotHeld),
             },
@@ -436,14 +436,15 @@ pub(crate) async fn release(
         if count != u32::MAX && count < v.count {
             let left = v.count - count;
             let value = Value { count: left, ..v };
-            if let Some(rev) = put_if_unchanged_rev(t, &e.kv, &value).await? {
+            let put = put_if_unchanged_rev(t, &e.kv, &value).await;
+            if let Some(rev) = put.inspect_err(|_| local.sessions.release_failed(e.kv.lease))? {
                 local.hold(&keys.prefix, holder, Kv { value: encode(&value), mod_revision: rev, ..e.kv });
                 return Ok(Released::StillHeld(left));
             }
             continue;
         }
         let txn = release_txn(keys, &e.kv, Compare::modified(&e.kv.key, e.kv.mod_revision));
-        if t.txn(txn).await?.succeeded {
+        if t.txn(txn).await.inspect_err(|_| local.sessions.release_failed(e.kv.lease))?.succeeded {
             // The hold's lease has no key left and simply runs out: not revoking it keeps
             // a release at one round trip.
             return Ok(Released::Freed);

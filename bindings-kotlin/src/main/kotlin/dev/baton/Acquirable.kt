@@ -45,7 +45,7 @@ abstract class Acquirable<G : Guard> internal constructor() {
                 }
             }
         } finally {
-            withContext(NonCancellable) { guard.close() }
+            withContext(NonCancellable) { guard.closeSuspending() }
         }
     }
 

@@ -9,6 +9,10 @@ import kotlin.time.Duration
  * (Java). URLs: `memory://`, `sqlite:///path.db`, `redis://host:6379`, `etcd://host:2379`, …
  */
 object Baton {
+    init {
+        keepCallbackThreadsAttached()
+    }
+
     /** Connects to the store [url] names. */
     suspend fun connect(url: String): Client = native { Client(dev.baton.ffi.connect(url)) }
 

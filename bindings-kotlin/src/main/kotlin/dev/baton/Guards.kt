@@ -41,10 +41,23 @@ abstract class Guard internal constructor() : AutoCloseable {
         signal
     }
 
-    /** Releases unless released already (`LockLost` if the lease had been lost), then frees the native object. */
+    /**
+     * Releases unless released already (`LockLost` if the lease had been lost), then frees
+     * the native object. After [release] it only frees: no native call waits, so `use {}`
+     * in a coroutine does not block its thread then.
+     */
     override fun close() {
         try {
-            blocking { native { rawDispose() } }
+            if (!native { rawIsReleased() }) blocking { native { rawDispose() } }
+        } finally {
+            raw.destroy()
+        }
+    }
+
+    /** [close] without blocking: the release (if still due) suspends instead. */
+    internal suspend fun closeSuspending() {
+        try {
+            if (!native { rawIsReleased() }) native { rawDispose() }
         } finally {
             raw.destroy()
         }

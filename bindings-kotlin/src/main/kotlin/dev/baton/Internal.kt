@@ -49,3 +49,16 @@ internal fun java.time.Duration.ms(): Double = seconds * 1000.0 + nano / 1_000_0
 
 /** A Java wait limit: none for null. */
 internal fun java.time.Duration?.limit(): Double? = this?.ms()
+
+/**
+ * The core wakes a suspended call's continuation from one of its runtime threads, through a
+ * JNA callback. Unless told otherwise JNA attaches that thread to the JVM for each callback
+ * and detaches it afterwards; attached once and kept (as daemon threads, so they never
+ * hold the JVM open) they cost nothing more per call. Done once, when [Baton] is first used.
+ */
+internal fun keepCallbackThreadsAttached() {
+    com.sun.jna.Native.setCallbackThreadInitializer(
+        dev.baton.ffi.uniffiRustFutureContinuationCallbackImpl,
+        com.sun.jna.CallbackThreadInitializer(true, false, "baton-native"),
+    )
+}

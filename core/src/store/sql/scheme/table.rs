@@ -139,10 +139,22 @@ impl LockScheme for Table {
             }
             let args = [Arg::S(name), Arg::S(holder), Arg::I(ms(req.lease_ms))];
             if pool.exec(&s.insert, &args).await.map_err(&e)?.rows == 1 {
-                let token = fence::next(pool, &self.n.fence_table, name, holder, None).await.map_err(&e)?;
-                let args = [Arg::I(ms(token)), Arg::S(name), Arg::S(holder)];
-                pool.exec(&s.set_token, &args).await.map_err(&e)?;
-                return Ok(Attempt::Granted { token, count: 1, fresh: true });
+                let token = async {
+                    let token = fence::next(pool, &self.n.fence_table, name, holder, None).await?;
+                    pool.exec(&s.set_token, &[Arg::I(ms(token)), Arg::S(name), Arg::S(holder)]).await?;
+                    Ok::<_, sqlx::Error>(token)
+                }
+                .await;
+                return match token {
+                    Ok(token) => Ok(Attempt::Granted { token, count: 1, fresh: true }),
+                    Err(err) => {
+                        // The row is in but the attempt fails: nobody would release it, and
+                        // it would block everyone for its lease. Taken out again (best
+                        // effort: if this fails too, the lease ends it).
+                        let _ = pool.exec(&s.delete, &[Arg::S(name), Arg::S(holder)]).await;
+                        Err(e(err))
+                    }
+                };
             }
         }
         Ok(Attempt::Busy { retry_ms: None })

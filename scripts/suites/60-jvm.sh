@@ -33,5 +33,3 @@ suite_jvm() {
     step "jvm-consumer (README samples against the installed jar)" 10m "$ROOT/tests/jvm-consumer/run.sh"
 }
 
-# Not yet passed as one cold run on the 2-core CI machine: run by name (`scripts/test jvm`).
-OPT_IN+=(jvm)

@@ -50,6 +50,17 @@ private class Run(val client: Client, val durationMs: Long, val iterations: Long
         return List(tasks) { client.lock("$base/$it") }
     }
 
+    /** Cycles until the deadline or until `iterations` were claimed in all; each one's time (inline: `cycle` may suspend). */
+    private inline fun timed(deadline: Long, claimed: AtomicLong, cycle: () -> Unit): ArrayList<Long> {
+        val mine = ArrayList<Long>()
+        while (System.nanoTime() < deadline && claimed.incrementAndGet() <= iterations) {
+            val t0 = System.nanoTime()
+            cycle()
+            mine.add(System.nanoTime() - t0)
+        }
+        return mine
+    }
+
     /** `tasks` coroutines at once, a name each, until `iterations` cycles in all or the duration. */
     suspend fun coroutines(tasks: Int): String = withContext(Dispatchers.Default) {
         val locks = locks(tasks)
@@ -58,15 +69,7 @@ private class Run(val client: Client, val durationMs: Long, val iterations: Long
         val start = System.nanoTime()
         val deadline = start + durationMs * 1_000_000L
         val all = locks.map { lock ->
-            async {
-                val mine = ArrayList<Long>()
-                while (System.nanoTime() < deadline && claimed.incrementAndGet() <= iterations) {
-                    val t0 = System.nanoTime()
-                    cycle(lock)
-                    mine.add(System.nanoTime() - t0)
-                }
-                mine
-            }
+            async { timed(deadline, claimed) { cycle(lock) } }
         }.awaitAll().flatten()
         summary(all.toMutableList(), (System.nanoTime() - start) / 1e9)
     }
@@ -80,15 +83,7 @@ private class Run(val client: Client, val durationMs: Long, val iterations: Long
         val start = System.nanoTime()
         val deadline = start + durationMs * 1_000_000L
         val threads = locks.map { lock ->
-            Thread {
-                val mine = ArrayList<Long>()
-                while (System.nanoTime() < deadline && claimed.incrementAndGet() <= iterations) {
-                    val t0 = System.nanoTime()
-                    lock.acquireBlocking().use { }
-                    mine.add(System.nanoTime() - t0)
-                }
-                all.addAll(mine)
-            }.also { it.start() }
+            Thread { all.addAll(timed(deadline, claimed) { lock.acquireBlocking().use { } }) }.also { it.start() }
         }
         threads.forEach { it.join() }
         return summary(ArrayList(all), (System.nanoTime() - start) / 1e9)

@@ -54,7 +54,10 @@ async fn cut_holder(store: &str, holder_url: &str, waiter_url: &str, relay: &Rel
             g.lost().await;
             (Instant::now(), g)
         });
-        let (sent, w) = bounded("the waiter's grant", Duration::from_secs(20), async {
+        // Bound: the lease, or for PostgreSQL the 10 s after which the server ends a
+        // session cut off inside a step's transaction (its row lock held till then), plus
+        // room for a loaded machine.
+        let (sent, w) = bounded("the waiter's grant", Duration::from_secs(30), async {
             loop {
                 let sent = Instant::now();
                 if let Some(w) = waiter.lock(&name).try_acquire().await.unwrap() {

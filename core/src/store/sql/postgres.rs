@@ -23,6 +23,12 @@ use crate::store::{Subscription, WatchSub};
 use crate::url::StoreUrl;
 
 const CHANNEL: &str = "baton_state";
+/// Set on every connection: a step's transaction whose client went silent mid-way (a cut
+/// route: nothing closes, so the server keeps the session) keeps the key's row locked
+/// against every other client's step. The server ends such a session after this long
+/// idle inside a transaction; a step sends its statements back to back, so this is far
+/// above any live step's pause, even on a loaded machine.
+const IDLE_IN_STEP: &str = "SET idle_in_transaction_session_timeout = '10s'";
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
     family  TEXT   NOT NULL,
     name    TEXT   NOT NULL,
@@ -54,6 +60,12 @@ impl Postgres {
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query(IDLE_IN_STEP).execute(conn).await?;
+                    Ok(())
+                })
+            })
             .connect(&config.driver_url("postgres"))
             .await
             .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;

@@ -65,14 +65,26 @@ impl Session {
         if *self.alive_at.locked() + freshness(self.ttl_s) >= asked {
             return Ok(true);
         }
+        let before = *self.alive_at.locked();
         let sent = Instant::now();
         let alive = t.lease_keepalive(self.lease).await? > 0;
-        if alive {
+        if alive && sent.saturating_duration_since(before) <= self.unvouched_after() {
             *self.alive_at.locked() = sent;
-        } else {
-            self.lost.store(true, Ordering::Release);
+            return Ok(true);
         }
-        Ok(alive)
+        // Gone, or alive but asked too late: the engine may already have given a hold under
+        // it up for lost (its local deadline passed with no keep-alive answered in time)
+        // and will never release it, so the session must not keep its key any longer.
+        self.lost.store(true, Ordering::Release);
+        Ok(false)
+    }
+
+    /// How long after the last answered keep-alive a hold under this session may still be
+    /// counted as held by its engine: the ttl less the engine's margins (the drift margin,
+    /// and this store's `freshness` twice: once for the renewal's reuse, once for slack).
+    fn unvouched_after(&self) -> Duration {
+        let ttl = Duration::from_secs(u64::try_from(self.ttl_s).unwrap_or(1));
+        ttl.saturating_sub(crate::engine::drift_margin(ttl) + freshness(self.ttl_s) * 2)
     }
 
     pub(crate) fn lost(&self) -> bool {

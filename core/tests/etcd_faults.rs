@@ -159,7 +159,7 @@ async fn leader_killed_while_held() {
                     Ok(g) => break g,
                     Err(e) if matches!(e.kind(), baton::ErrorKind::Connection | baton::ErrorKind::Timeout) => {
                         // Printed (shown when the test fails): how the waits ended.
-                        eprintln!("waiter: {e} (trying again)");
+                        eprintln!("waiter: {e} (trying again); the lock: {:?}", c.inspect(&name).await);
                         continue;
                     }
                     Err(e) => panic!("waiter: {e}"),

@@ -68,19 +68,20 @@ impl Session {
         let before = *self.alive_at.locked();
         let sent = Instant::now();
         let alive = t.lease_keepalive(self.lease).await? > 0;
-        if alive && sent.saturating_duration_since(before) <= self.unvouched_after() {
+        // Answered in time: before any hold's engine could have reached its local deadline.
+        if alive && Instant::now().saturating_duration_since(before) <= self.unvouched_after() {
             *self.alive_at.locked() = sent;
             return Ok(true);
         }
-        // Gone, or alive but asked too late: the engine may already have given a hold under
-        // it up for lost (its local deadline passed with no keep-alive answered in time)
-        // and will never release it, so the session must not keep its key any longer.
+        // Gone, or alive but answered too late: the engine may already have given a hold
+        // under it up for lost (its local deadline passed with no keep-alive answered in
+        // time) and will never release it, so the session must not keep its key any longer.
         self.lost.store(true, Ordering::Release);
         Ok(false)
     }
 
-    /// How long after the last answered keep-alive a hold under this session may still be
-    /// counted as held by its engine: the ttl less the engine's margins (the drift margin,
+    /// How long after the last answered keep-alive was sent a hold under this session is
+    /// surely still counted as held by its engine: the ttl less the engine's margins (the drift margin,
     /// and this store's `freshness` twice: once for the renewal's reuse, once for slack).
     fn unvouched_after(&self) -> Duration {
         let ttl = Duration::from_secs(u64::try_from(self.ttl_s).unwrap_or(1));

@@ -108,6 +108,13 @@ impl Conn {
         }
     }
 
+    /// Brings the server `c` talks to up to date with the leader before a read: a
+    /// follower answers reads from its own copy, so a count read on one client right after
+    /// another client's release (through another server) could be stale without it.
+    pub(crate) async fn caught_up(&self, c: &zk::Client, path: &str) -> Result<()> {
+        self.bounded(c.sync(path)).await.map_err(|e| self.err("sync before reading", e))
+    }
+
     /// ZooKeeper's error as baton's, with what was being done.
     pub(crate) fn err(&self, what: &str, e: zk::Error) -> Error {
         let msg = format!("{}: {what}: {e}", self.cfg.store);

@@ -76,5 +76,6 @@ pub(crate) async fn count_down(conn: &Conn, p: &str) -> Result<u64> {
 
 pub(crate) async fn count(conn: &Conn, p: &str) -> Result<u64> {
     let c = conn.client().await?;
+    conn.caught_up(&c, p).await?;
     Ok(read(conn, &c, p).await?.map_or(0, |(n, _)| n))
 }

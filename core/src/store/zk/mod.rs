@@ -192,6 +192,7 @@ impl Store for Zk {
                 (q.dir, q.kinds)
             }
         };
+        conn.caught_up(&c, &dir).await?;
         let now = conn.server_now();
         // An expired holder holds nothing; an expired waiter's node stays in the queue
         // until the next attempt deletes it, and is reported until then.

@@ -9,22 +9,27 @@ use crate::state::{Hold, KeyState, Waiter};
 /// Why not the largest counter: a node counts up in a round that is then undone, or
 /// answers a grant after the quorum did, so it may stand above the last token granted;
 /// a grant leaves its token on a quorum and fewer than a quorum of nodes (those outside
-/// its granting quorum) can stand above it, so the quorum-th largest is that token.
+/// its granting quorum) can stand above it, so the quorum-th largest is that token. A
+/// hold's token is merged the same way: a node that granted after the quorum records its
+/// own counter until the holder's write-back reaches it, which another client's read may
+/// precede.
 pub(super) fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
-    let mut holds: Vec<(Hold, usize)> = Vec::new();
+    let mut holds: Vec<(Hold, Vec<u64>)> = Vec::new();
     let mut queue: Vec<(Waiter, usize)> = Vec::new();
     let fence = quorum_th(views.iter().map(|(s, _)| s.fence).collect(), need);
     for (s, now) in views {
         for mut h in s.holds {
             h.expires_ms = h.expires_ms.saturating_sub(now);
             match holds.iter_mut().find(|(x, _)| x.holder == h.holder) {
-                Some((x, seen)) => {
-                    *seen += 1;
+                Some((x, tokens)) => {
+                    tokens.push(h.token);
                     x.expires_ms = x.expires_ms.min(h.expires_ms);
-                    x.token = x.token.max(h.token);
                     x.count = x.count.min(h.count);
                 }
-                None => holds.push((h, 1)),
+                None => {
+                    let token = h.token;
+                    holds.push((h, vec![token]));
+                }
             }
         }
         for mut w in s.queue {
@@ -40,7 +45,11 @@ pub(super) fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
     }
     KeyState {
         fence,
-        holds: holds.into_iter().filter(|(_, seen)| *seen >= need).map(|(h, _)| h).collect(),
+        holds: holds
+            .into_iter()
+            .filter(|(_, tokens)| tokens.len() >= need)
+            .map(|(h, tokens)| Hold { token: quorum_th(tokens, need), ..h })
+            .collect(),
         queue: queue.into_iter().filter(|(_, seen)| *seen >= need).map(|(w, _)| w).collect(),
         count: 0,
     }
@@ -73,5 +82,16 @@ mod tests {
         // 9 on one node alone (a round undone there): 4 is what a quorum reached.
         assert_eq!(s.fence, 4);
         assert_eq!(s.holds, vec![hold("a", 4, 400)]);
+    }
+
+    #[test]
+    fn a_late_granting_node_does_not_raise_the_holds_token() {
+        // The quorum granted 7 (written back to the first two); the third node granted
+        // later with its own counter, before the write-back reached it.
+        let views = (0..3).map(|i| {
+            (KeyState { fence: [7, 7, 12][i], holds: vec![hold("a", [7, 7, 12][i], 900)], ..KeyState::default() }, 0)
+        });
+        let s = merge(views.collect(), 2);
+        assert_eq!((s.fence, s.holds), (7, vec![hold("a", 7, 900)]));
     }
 }

@@ -1,11 +1,13 @@
 # shellcheck shell=bash
 # Whole-system test (tests/xlang/): baton's packages as users install them — the wheel
 # `baton-lock` into a fresh venv and the npm tarball `baton-lock` into an empty folder,
-# both with no cargo/rustc on PATH — and the `baton` CLI, contending on one name per store
-# (SQLite, Redis, Redis ?scheme=simple, Redlock, etcd, PostgreSQL) for locks, semaphores and
-# read-write locks; then the real peer clients from their registries (redis-py from PyPI,
-# node-redlock from npm, redsync and etcd's concurrency.Mutex from Go modules, etcdctl
-# from Debian, Redisson from Maven Central) contending with baton, each history judged by tests/xlang/xlang/history.py.
+# both with no cargo/rustc on PATH, and the jar dev.baton:baton by coordinates — and the
+# `baton` CLI, contending on one name per store (SQLite, Redis, Redis ?scheme=simple,
+# Redlock, etcd, PostgreSQL, MySQL, ZooKeeper) for locks, semaphores and read-write locks;
+# then the real peer clients from their registries (redis-py from PyPI, node-redlock from
+# npm, redsync and etcd's concurrency.Mutex from Go modules, etcdctl from Debian, Redisson
+# and Curator from Maven Central) contending with baton, each history judged by
+# tests/xlang/xlang/history.py.
 # Needs the servers of the services suite (services.env). Go comes with the machine
 # (go.mod needs Go ≥ 1.24, newer than Debian's golang-go).
 
@@ -47,13 +49,33 @@ xlang_node() {   # an empty npm project: the tarball (no Rust on PATH), node-red
         node --input-type=module -e "await import(\"baton-lock\"); console.log(\"node: baton-lock (ESM) ok\")"' _ "$tgz")
 }
 
-xlang_java() {   # Redisson from Maven Central: its classpath, and the harness compiled against it
-    local pom="$ROOT/tests/xlang/holders/java/pom.xml" cp=$XLANG_DIR/java-classpath.txt
-    timeout 900 mvn -q -B -f "$pom" dependency:build-classpath -Dmdep.outputFile="$cp" || return 1
-    rm -rf "$XLANG_DIR/java-classes"
-    timeout 300 javac -nowarn -cp "$(cat "$cp")" -d "$XLANG_DIR/java-classes" \
-        "$ROOT/tests/xlang/holders/java/src/main/java/XlangHolder.java" 2>&1 | grep -v '^Note:' || true
-    [[ -f $XLANG_DIR/java-classes/XlangHolder.class ]]
+# The JVM holders, each compiled with History.java against its own classpath: Redisson
+# (Maven Central), Curator (tests/curator's dependencies, Maven Central) and baton's jar
+# (dev.baton:baton from the local repository).
+xlang_javac() {   # NAME POM SOURCE-DIR [mvn args…]
+    local name=$1 pom=$2 cp=$XLANG_DIR/$1-classpath.txt src=$3; shift 3
+    timeout 900 mvn -q -B -ntp -f "$pom" "$@" dependency:build-classpath -Dmdep.outputFile="$cp" || return 1
+    rm -rf "$XLANG_DIR/$name-classes"
+    timeout 300 javac -nowarn -cp "$(cat "$cp")" -d "$XLANG_DIR/$name-classes" \
+        "$ROOT/tests/xlang/holders/java/History.java" "$src"/*.java 2>&1 | grep -v '^Note:' || true
+    ls "$XLANG_DIR/$name-classes"/*Holder.class >/dev/null
+}
+
+xlang_java() {
+    local j=$ROOT/tests/xlang/holders/java version
+    version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+    xlang_javac redisson "$j/redisson.pom.xml" "$j/redisson" &&
+    xlang_javac curator "$ROOT/tests/curator/pom.xml" "$j/curator" &&
+    xlang_javac baton "$j/baton.pom.xml" "$j/baton" -Dbaton.version="$version"
+}
+
+# The jar the jvm suite installed, unless a source is newer (then `scripts/package jvm`).
+xlang_jar_fresh() {
+    local version jar
+    version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+    jar=${MAVEN_REPO:-$HOME/.m2/repository}/dev/baton/baton/$version/baton-$version.jar
+    [[ -f $jar && -z $(find "$ROOT"/{core,bindings-kotlin,bindings-support}/src "$ROOT"/bindings-kotlin/pom.xml \
+        "$ROOT/Cargo.lock" -newer "$jar" -print -quit) ]]
 }
 
 suite_xlang() {
@@ -73,15 +95,16 @@ suite_xlang() {
     bindings_build_env
     mkdir -p "$XLANG_DIR"
     # The peers' builds download and compile in the background while the packages install.
-    log "── in the background: Go peers (go build), Redisson harness (Maven Central + javac)"
+    log "── in the background: Go peers (go build)"
     local t_bg=$SECONDS go_pid java_pid
     ( cd "$ROOT/tests/xlang/holders/go" && timeout 1200 go build -o "$XLANG_DIR/go-holder" . ) \
         >"$XLANG_DIR/go-build.log" 2>&1 & go_pid=$!
-    xlang_java >"$XLANG_DIR/java-build.log" 2>&1 & java_pid=$!
-    # The python and node suites of this run packed them already: those are installed as they are.
+    # The python and node suites of this run packed them already: those are installed as
+    # they are; the jvm suite installed the jar.
     local pkgs=()
     [[ -n ${BATON_PYTHON_PACKED:-} ]] || pkgs+=(python)
     [[ -n ${BATON_NODE_PACKED:-} ]] || pkgs+=(node)
+    xlang_jar_fresh || pkgs+=(jvm)
     (( ${#pkgs[@]} == 0 )) || step "packages: ${pkgs[*]} (scripts/package)" 60m "$ROOT/scripts/package" "${pkgs[@]}"
     # The rust suite's build of the CLI when it is newer than every source (it is, in a
     # whole run); otherwise a build of its own. Host target dir, as the rust suite's.
@@ -90,15 +113,19 @@ suite_xlang() {
             -newer "$BATON_CLI" -print -quit) ]]; then
         step "baton CLI (cargo build -p baton-cli)" 30m env -u CARGO_BUILD_TARGET cargo build -q -p baton-cli
     fi
+    log "── in the background: JVM holders (Redisson, Curator, baton's jar: Maven Central + javac)"
+    xlang_java >"$XLANG_DIR/java-build.log" 2>&1 & java_pid=$!
     timed "wheel into a fresh venv, no Rust on PATH" xlang_python
     timed "tarball into an empty npm project, no Rust on PATH" xlang_node
     wait "$go_pid" || { cat "$XLANG_DIR/go-build.log" >&2; die "go build of tests/xlang/holders/go failed"; }
-    wait "$java_pid" || { cat "$XLANG_DIR/java-build.log" >&2; die "the Redisson harness did not build"; }
-    log "   Go peers and Redisson harness ready, $(( SECONDS - t_bg ))s after they began"
+    wait "$java_pid" || { cat "$XLANG_DIR/java-build.log" >&2; die "the JVM holders did not build"; }
+    log "   Go peers and JVM holders ready, $(( SECONDS - t_bg ))s after they began"
     export BATON_XLANG_PYTHON="$XLANG_DIR/venv/bin/python" BATON_XLANG_NODE_DIR="$XLANG_DIR/node"
     export BATON_XLANG_GO="$XLANG_DIR/go-holder"
-    BATON_XLANG_JAVA_CP="$XLANG_DIR/java-classes:$(cat "$XLANG_DIR/java-classpath.txt")"
-    export BATON_XLANG_JAVA_CP
+    BATON_XLANG_JAVA_CP="$XLANG_DIR/redisson-classes:$(cat "$XLANG_DIR/redisson-classpath.txt")"
+    BATON_XLANG_CURATOR_CP="$XLANG_DIR/curator-classes:$(cat "$XLANG_DIR/curator-classpath.txt")"
+    BATON_XLANG_JAVA_BATON_CP="$XLANG_DIR/baton-classes:$(cat "$XLANG_DIR/baton-classpath.txt")"
+    export BATON_XLANG_JAVA_CP BATON_XLANG_CURATOR_CP BATON_XLANG_JAVA_BATON_CP
     step "tests/xlang (every language, real peers)" 20m \
         "${BATON_PYTHON:-python3}" "$ROOT/tests/xlang/run.py" --work "$XLANG_DIR/work"
 }

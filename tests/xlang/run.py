@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Whole-system test: every language from its built package contending on one name, and
-the real peer clients contending with baton. Run by scripts/suites/60-xlang.sh, which
+the real peer clients contending with baton. Run by scripts/suites/80-xlang.sh, which
 builds the packages, installs them and the peers, and sets the environment
 (xlang/holders.py lists it; the store URLs are the BATON_TEST_*_URL of scripts/services).
 
@@ -27,8 +27,9 @@ RUN = uuid.uuid4().hex[:8]
 
 def baton_everywhere(kind: str = "lock", per_lang: int = 2, cli: bool = True, **extra: str) -> List[Holder]:
     """Holders of baton itself: the Rust CLI (`baton run`, locks only), Python from the
-    wheel, Node from the tarball (ESM and CommonJS)."""
-    hs: List[Holder] = []
+    wheel, Node from the tarball (ESM and CommonJS), and one JVM holder from the jar (a JVM
+    is the heaviest process of a run: one per scenario)."""
+    hs: List[Holder] = [Holder(f"jvm-{kind}0", "java", "baton", kind, dict(extra))]
     if cli and kind == "lock":
         hs += [Holder(f"rust{i}", "rust", "baton-cli") for i in range(per_lang)]
     hs += [Holder(f"py-{kind}{i}", "python", kind=kind, extra=dict(extra)) for i in range(per_lang)]
@@ -40,13 +41,14 @@ def baton_everywhere(kind: str = "lock", per_lang: int = 2, cli: bool = True, **
 def rw_holders() -> List[Holder]:
     return [Holder("py-write", "python", kind="write"), Holder("py-read", "python", kind="read"),
             Holder("node-write", "node", kind="write"), Holder("node-read", "node", kind="read", extra={"module": "cjs"}),
-            Holder("py-read2", "python", kind="read")]
+            Holder("py-read2", "python", kind="read"), Holder("jvm-write", "java", "baton", "write")]
 
 
 def stores(work: str) -> "OrderedDict[str, str]":
     env = os.environ
     need = {"redis": "BATON_TEST_REDIS_URL", "redlock": "BATON_TEST_REDLOCK_URL",
-            "etcd": "BATON_TEST_ETCD_URL", "postgres": "BATON_TEST_POSTGRES_URL"}
+            "etcd": "BATON_TEST_ETCD_URL", "postgres": "BATON_TEST_POSTGRES_URL",
+            "mysql": "BATON_TEST_MYSQL_URL", "zk": "BATON_TEST_ZK_URL"}
     missing = [v for v in need.values() if not env.get(v)]
     if missing:
         raise SystemExit(f"xlang: {', '.join(missing)} not set: source the services' services.env")
@@ -57,6 +59,8 @@ def stores(work: str) -> "OrderedDict[str, str]":
         ("redlock", env["BATON_TEST_REDLOCK_URL"]),
         ("etcd", env["BATON_TEST_ETCD_URL"]),
         ("postgres", env["BATON_TEST_POSTGRES_URL"]),
+        ("mysql", env["BATON_TEST_MYSQL_URL"]),
+        ("zk", env["BATON_TEST_ZK_URL"]),
     ])
 
 
@@ -76,14 +80,14 @@ def plan(work: str) -> List[Callable[[], Outcome]]:
     for store, url in s.items():
         name = f"xlang-{RUN}/{store}"
         add(f"{store} lock", lambda store=store, url=url, name=name: run(
-            store, "lock: rust cli + python + node", url, f"{name}/lock", baton_everywhere(), work))
+            store, "lock: rust cli + python + node + jvm", url, f"{name}/lock", baton_everywhere(), work))
         if store == "redis-simple":
             continue  # `scheme` changes locks only: the other kinds are the default layout's
         add(f"{store} semaphore", lambda store=store, url=url, name=name: run(
-            store, "semaphore of 2: python + node", url, f"{name}/sem", baton_everywhere("permit", permits="2"),
+            store, "semaphore of 2: python + node + jvm", url, f"{name}/sem", baton_everywhere("permit", permits="2"),
             work, hold_ms=60, limit=2, tokens="none"))
         add(f"{store} rwlock", lambda store=store, url=url, name=name: run(
-            store, "rw lock: writers alone, python + node", url, f"{name}/rw", rw_holders(), work,
+            store, "rw lock: writers alone, python + node + jvm", url, f"{name}/rw", rw_holders(), work,
             modes="rw", tokens="none"))
 
     # Real peers, each from its own registry, both directions (they wait on baton, baton
@@ -130,6 +134,20 @@ def plan(work: str) -> List[Callable[[], Outcome]]:
         "redis", "redisson: RCountDownLatch, Redisson counts", bare, f"xlang-{RUN}/rs-latch2",
         [Holder("py-wait", "python", kind="latch-wait")], Holder("jvm-down", "java", "redisson", "latch-down"), work))
 
+    # Apache Curator (Maven Central) on zk://: InterProcessMutex, InterProcessReadWriteLock
+    # and InterProcessSemaphoreV2 on the znodes baton's names map to.
+    zk = s["zk"]
+    cur = lambda kind, k=2, **x: [Holder(f"curator-{kind}{i}", "java", "curator", kind, dict(x)) for i in range(k)]  # noqa: E731
+    add("zk curator lock", lambda: run("zk", "curator: InterProcessMutex", zk, f"xlang-{RUN}/cur-lock",
+                                       cur("lock") + baton_everywhere(per_lang=1), work))
+    add("zk curator rw", lambda: run("zk", "curator: InterProcessReadWriteLock", zk, f"xlang-{RUN}/cur-rw",
+                                     cur("read", 1) + cur("write", 1) + rw_holders(), work, modes="rw",
+                                     tokens="none"))
+    add("zk curator semaphore", lambda: run(
+        "zk", "curator: InterProcessSemaphoreV2", zk, f"xlang-{RUN}/cur-sem",
+        cur("permit", permits="2") + baton_everywhere("permit", per_lang=1, permits="2"), work, hold_ms=60,
+        limit=2, tokens="none"))
+
     waiter = Holder("py-waiter", "python")
     for store, url, peer in [("redis-simple", simple, Holder("redis-py", "python", "redis-py")),
                              ("redis-simple", simple, Holder("node-redlock", "node", "node-redlock")),
@@ -138,7 +156,8 @@ def plan(work: str) -> List[Callable[[], Outcome]]:
                              ("redlock", redlock, Holder("redsync", "go", "redsync")),
                              ("etcd", s["etcd"], Holder("etcdctl", "go", "etcdctl")),
                              ("etcd", s["etcd"], Holder("go-mutex", "go", "etcd-mutex")),
-                             ("redis", redis, Holder("redisson", "java", "redisson"))]:
+                             ("redis", redis, Holder("redisson", "java", "redisson")),
+                             ("zk", zk, Holder("curator", "java", "curator"))]:
         add(f"{store} inspect {peer.via}", lambda store=store, url=url, peer=peer: inspect_peer(
             store, url, f"xlang-{RUN}/inspect-{peer.via}", peer, waiter, work))
     return steps

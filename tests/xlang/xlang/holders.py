@@ -1,13 +1,17 @@
 """How the driver starts a holder of each language and client (command lines only).
 
-The tools come from the environment the suite (scripts/suites/60-xlang.sh) prepares:
+The tools come from the environment the suite (scripts/suites/80-xlang.sh) prepares:
 
     BATON_CLI              the `baton` binary (Rust: `baton run NAME -- CMD`)
     BATON_XLANG_PYTHON     a venv's python with the wheel `baton-lock` and redis-py installed
     BATON_XLANG_NODE_DIR   a folder with `baton-lock` (from the tarball), redlock and ioredis
                            installed, and holders/node/*.{mjs,cjs} copied in
     BATON_XLANG_GO         the Go holder (holders/go: redsync, concurrency.Mutex)
-    BATON_XLANG_JAVA_CP    the Redisson harness's classpath (holders/java)
+    BATON_XLANG_JAVA_CP    the Redisson holder's classpath (holders/java/redisson)
+    BATON_XLANG_JAVA_BATON_CP  the JVM baton holder's classpath (holders/java/baton, against
+                           the installed jar dev.baton:baton)
+    BATON_XLANG_CURATOR_CP the Curator holder's classpath (holders/java/curator, against
+                           tests/curator's dependencies)
     ETCDCTL                etcdctl (default: from PATH)
 """
 
@@ -42,7 +46,7 @@ class Holder:
 def env_tool(name: str) -> str:
     v = os.environ.get(name)
     if not v:
-        raise SystemExit(f"xlang: {name} is not set (scripts/suites/60-xlang.sh sets it)")
+        raise SystemExit(f"xlang: {name} is not set (scripts/suites/80-xlang.sh sets it)")
     return v
 
 
@@ -62,8 +66,12 @@ def command(h: Holder, url: str, name: str, history: str, n: int, hold_ms: int) 
         return ["node", os.path.join(node_dir, entry), *a]
     if h.lang == "go":
         return [env_tool("BATON_XLANG_GO"), *a]
+    if h.lang == "java" and h.via == "curator":
+        return ["java", "-cp", env_tool("BATON_XLANG_CURATOR_CP"), "CuratorHolder", *a]
+    if h.lang == "java" and h.via == "baton":
+        return ["java", "-cp", env_tool("BATON_XLANG_JAVA_BATON_CP"), "BatonHolder", *a]
     if h.lang == "java":
-        return ["java", "-cp", env_tool("BATON_XLANG_JAVA_CP"), "XlangHolder", *a]
+        return ["java", "-cp", env_tool("BATON_XLANG_JAVA_CP"), "RedissonHolder", *a]
     raise SystemExit(f"xlang: no holder for {h.lang}")
 
 

@@ -6,11 +6,11 @@
 //! drift margin, and no renewal still out moves it: so it passes before the store's own
 //! expiry, which is measured from when that renewal arrived.
 //!
-//! Stores: a single Redis, a single-node Redlock, PostgreSQL (the shared servers, each
+//! Stores: a single Redis, a single-node Redlock, PostgreSQL, MySQL (the shared servers, each
 //! behind a relay of the test's own), and a 3-member etcd cluster of the test's own, the
 //! holder on member 1 and the waiter on member 2. Three trials each, the cut at a
 //! different point of the renewal period.
-#![cfg(all(feature = "redis", feature = "redlock", feature = "postgres", feature = "etcd"))]
+#![cfg(all(feature = "redis", feature = "redlock", feature = "postgres", feature = "mysql", feature = "etcd"))]
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -54,9 +54,9 @@ async fn cut_holder(store: &str, holder_url: &str, waiter_url: &str, relay: &Rel
             g.lost().await;
             (Instant::now(), g)
         });
-        // Bound: the lease, or for PostgreSQL the 10 s after which the server ends a
-        // session cut off inside a step's transaction (its row lock held till then), plus
-        // room for a loaded machine.
+        // Bound: the lease, or for PostgreSQL and MySQL the 10 s after which the server
+        // ends a session cut off inside a step's transaction (its row lock held till
+        // then), plus room for a loaded machine.
         let (sent, w) = bounded("the waiter's grant", Duration::from_secs(30), async {
             loop {
                 let sent = Instant::now();
@@ -106,6 +106,13 @@ async fn postgres() {
     let url = server_url("BATON_TEST_POSTGRES_URL");
     let relay = Relay::start(addr(&url)).await;
     cut_holder("postgres", &via(&url, &relay), &url, &relay).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql() {
+    let url = server_url("BATON_TEST_MYSQL_URL");
+    let relay = Relay::start(addr(&url)).await;
+    cut_holder("mysql", &via(&url, &relay), &url, &relay).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -47,6 +47,15 @@ struct Db {
     store: String,
 }
 
+/// Set on every connection: a step's transaction whose client went silent mid-way (a cut
+/// route: nothing closes, so the server keeps the session) keeps InnoDB's lock on the
+/// key's row against every other client's step until the server ends the session, after
+/// `wait_timeout` idle (8 hours by default). A step sends its statements back to back, so
+/// 10 s is far above any live step's pause, even on a loaded machine. The pool closes its
+/// own idle connections sooner ([`POOL_IDLE`]) and pings one before handing it out.
+const IDLE_IN_STEP: &str = "SET SESSION wait_timeout = 10";
+const POOL_IDLE: Duration = Duration::from_secs(5);
+
 impl Mysql {
     pub(crate) async fn open(url: &StoreUrl) -> Result<Mysql> {
         Mysql::connect(SqlConfig::from_url(url)?.server()?).await
@@ -57,6 +66,14 @@ impl Mysql {
         let pool = MySqlPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
+            .idle_timeout(POOL_IDLE)
+            .test_before_acquire(true)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query(IDLE_IN_STEP).execute(conn).await?;
+                    Ok(())
+                })
+            })
             .connect(&config.driver_url("mysql"))
             .await
             .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;

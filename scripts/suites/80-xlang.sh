@@ -130,5 +130,3 @@ suite_xlang() {
         "${BATON_PYTHON:-python3}" "$ROOT/tests/xlang/run.py" --work "$XLANG_DIR/work"
 }
 
-# Not yet passed as one cold run on the 2-core CI machine: run by name (`scripts/test xlang`).
-OPT_IN+=(xlang)

@@ -29,7 +29,7 @@ def baton_everywhere(kind: str = "lock", per_lang: int = 2, cli: bool = True, **
     """Holders of baton itself: the Rust CLI (`baton run`, locks only), Python from the
     wheel, Node from the tarball (ESM and CommonJS), and one JVM holder from the jar (a JVM
     is the heaviest process of a run: one per scenario)."""
-    hs: List[Holder] = [Holder(f"jvm-{kind}0", "java", "baton", kind, dict(extra))]
+    hs: List[Holder] = [Holder(f"jvm-baton-{kind}0", "java", "baton", kind, dict(extra))]
     if cli and kind == "lock":
         hs += [Holder(f"rust{i}", "rust", "baton-cli") for i in range(per_lang)]
     hs += [Holder(f"py-{kind}{i}", "python", kind=kind, extra=dict(extra)) for i in range(per_lang)]
@@ -41,7 +41,7 @@ def baton_everywhere(kind: str = "lock", per_lang: int = 2, cli: bool = True, **
 def rw_holders() -> List[Holder]:
     return [Holder("py-write", "python", kind="write"), Holder("py-read", "python", kind="read"),
             Holder("node-write", "node", kind="write"), Holder("node-read", "node", kind="read", extra={"module": "cjs"}),
-            Holder("py-read2", "python", kind="read"), Holder("jvm-write", "java", "baton", "write")]
+            Holder("py-read2", "python", kind="read"), Holder("jvm-baton-write", "java", "baton", "write")]
 
 
 def stores(work: str) -> "OrderedDict[str, str]":

@@ -13,7 +13,7 @@ peer_build() {
         package dependency:copy-dependencies
     # The binding as users get it: the shipped release profile (LTO), installed in ~/.m2.
     local version
-    version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$BP_ROOT/Cargo.toml" | head -1)
+    version=$(workspace_version)
     mvn -q -B -ntp -f "$BP_ROOT/bindings-kotlin/pom.xml" -DskipTests \
         -Dcargo.triple="$(rustc -vV | sed -n 's/^host: //p')" install
     mvn -q -B -f "$BP_ROOT/scripts/bench-peers.d/kotlin/pom.xml" -Dbp.out="$BP_OUT/kotlin" \

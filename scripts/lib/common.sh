@@ -7,6 +7,7 @@
 #   wait_until SECONDS DESC CMD…  re-run CMD until it succeeds; bounded in time and count
 #   ensure_apt_packages PKG…      apt-get install only the missing packages (update at most once)
 #   as_root CMD…                  run CMD as root (directly, or via sudo when not root)
+#   workspace_version             the Cargo workspace's version, which every package carries
 
 [[ -n ${_BATON_COMMON_SH:-} ]] && return 0
 _BATON_COMMON_SH=1
@@ -22,6 +23,8 @@ as_root() {
     elif command -v sudo >/dev/null; then sudo -n "$@"
     else die "need root for: $*"; fi
 }
+
+workspace_version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -n 1; }
 
 # wait_until SECONDS DESCRIPTION CMD [ARGS…]
 # Runs CMD (a command or shell function, output discarded) every 0.2 s until it

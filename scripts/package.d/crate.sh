@@ -20,7 +20,7 @@ package_crate() {
     # --allow-dirty: package the working tree as it is (CI's clone is clean anyway).
     timeout 3600 cargo package -p baton --allow-dirty
     local version crate
-    version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -n 1)
+    version=$(workspace_version)
     crate="$ROOT/target/package/baton-$version.crate"
     [[ -f $crate ]] || die "cargo package left no $crate"
     cp "$crate" "$DIST/"

@@ -9,7 +9,7 @@ package_jvm() {
     command -v javac >/dev/null || ensure_apt_packages openjdk-17-jdk-headless
     local triple version
     triple=$(rustc -vV | sed -n 's/^host: //p')
-    version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+    version=$(workspace_version)
     local -a skip=(-DskipTests)
     [[ ${BATON_PACKAGE_TESTS:-0} == 1 ]] && skip=()
     mvn -B -ntp -f "$ROOT/bindings-kotlin/pom.xml" -Dcargo.triple="$triple" "${skip[@]}" install

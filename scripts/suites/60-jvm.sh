@@ -23,7 +23,7 @@ suite_jvm() {
     ensure_jvm
     bindings_build_env
     local version pom_version
-    version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+    version=$(workspace_version)
     pom_version=$(sed -n 's|^  <version>\(.*\)</version>|\1|p' "$ROOT/bindings-kotlin/pom.xml" | head -1)
     [[ $version == "$pom_version" ]] || die "bindings-kotlin/pom.xml has version $pom_version, the workspace $version"
     [[ -n ${BATON_TEST_REDIS_URL:-} && -n ${BATON_TEST_ETCD_URL:-} ]] \

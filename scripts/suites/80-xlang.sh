@@ -63,7 +63,7 @@ xlang_javac() {   # NAME POM SOURCE-DIR [mvn args…]
 
 xlang_java() {
     local j=$ROOT/tests/xlang/holders/java version
-    version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+    version=$(workspace_version)
     xlang_javac redisson "$j/redisson.pom.xml" "$j/redisson" &&
     xlang_javac curator "$ROOT/tests/curator/pom.xml" "$j/curator" &&
     xlang_javac baton "$j/baton.pom.xml" "$j/baton" -Dbaton.version="$version"
@@ -72,7 +72,7 @@ xlang_java() {
 # The jar the jvm suite installed, unless a source is newer (then `scripts/package jvm`).
 xlang_jar_fresh() {
     local version jar
-    version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+    version=$(workspace_version)
     jar=${MAVEN_REPO:-$HOME/.m2/repository}/dev/baton/baton/$version/baton-$version.jar
     [[ -f $jar && -z $(find "$ROOT"/{core,bindings-kotlin,bindings-support}/src "$ROOT"/bindings-kotlin/pom.xml \
         "$ROOT/Cargo.lock" -newer "$jar" -print -quit) ]]

@@ -62,10 +62,10 @@ impl Session {
         if self.lost.load(Ordering::Acquire) {
             return Ok(false);
         }
-        if *self.alive_at.locked() + freshness(self.ttl_s) >= asked {
+        let before = *self.alive_at.locked();
+        if before + freshness(self.ttl_s) >= asked {
             return Ok(true);
         }
-        let before = *self.alive_at.locked();
         let sent = Instant::now();
         let alive = t.lease_keepalive(self.lease).await? > 0;
         // Answered in time: before any hold's engine could have reached its local deadline.

@@ -94,3 +94,85 @@ async fn unknown_scheme_is_refused() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.to_string().contains("zk"), "{e}");
 }
+
+/// The default scheme's queue keys `NAME/<lease>` and this scheme's bare key `NAME` do not
+/// meet, so two services on one name with different schemes would both be granted: each
+/// scheme refuses a name the other holds or waits on (fail closed, naming both), and
+/// `inspect` shows the other scheme's holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_scheme_on_the_same_name_is_refused() {
+    let queue_url = url().replace("?scheme=txn", "");
+    let (txn, queue) = (Client::connect(&url()).await.unwrap(), Client::connect(&queue_url).await.unwrap());
+    let name = unique("two-schemes");
+    let refused = |e: baton::Error, found: &str| {
+        assert_eq!(e.kind(), ErrorKind::Backend, "{e}");
+        let m = e.to_string();
+        assert!(m.contains("one name takes one scheme") && m.contains(found), "{m}");
+    };
+    let g = txn.lock(&name).acquire().await.unwrap();
+    refused(queue.lock(&name).try_acquire().await.map(drop).unwrap_err(), "?scheme=txn");
+    refused(queue.lock(&name).acquire_timeout(Duration::from_secs(2)).await.map(drop).unwrap_err(), "?scheme=txn");
+    let seen = queue.inspect(&name).await.unwrap();
+    assert_eq!((seen.holders.len(), seen.holders[0].token), (1, g.token()), "{seen:?}");
+    assert!(seen.waiters.is_empty(), "a refused waiter leaves no key: {seen:?}");
+    let first = g.token();
+    g.release().await.unwrap();
+    let g = queue.lock(&name).acquire().await.unwrap();
+    assert!(g.token() > first);
+    refused(txn.lock(&name).try_acquire().await.map(drop).unwrap_err(), "the lock queue");
+    let seen = txn.inspect(&name).await.unwrap();
+    assert_eq!((seen.holders.len(), seen.holders[0].token), (1, g.token()), "{seen:?}");
+    g.release().await.unwrap();
+    // Free again: either scheme takes it.
+    txn.lock(&name).acquire().await.unwrap().release().await.unwrap();
+}
+
+/// Many contenders of both schemes on one name: every grant is alone (no overlap), its
+/// token above every earlier grant's, and every attempt ends granted, timed out or
+/// refused as above (no other error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_schemes_contending_never_overlap() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    let queue_url = url().replace("?scheme=txn", "");
+    let clients = [Client::connect(&url()).await.unwrap(), Client::connect(&queue_url).await.unwrap()];
+    let name = unique("two-schemes-race");
+    let (inside, overlaps, granted) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let last = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let c = clients[i % 2].clone();
+        let (name, inside, overlaps, granted, last) =
+            (name.clone(), inside.clone(), overlaps.clone(), granted.clone(), last.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut inversions = 0;
+            for _ in 0..8 {
+                match c.lock(&name).acquire_timeout(Duration::from_secs(5)).await {
+                    Ok(g) => {
+                        if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                            overlaps.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if last.fetch_max(g.token().get(), Ordering::SeqCst) >= g.token().get() {
+                            inversions += 1;
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        granted.fetch_add(1, Ordering::SeqCst);
+                        g.release().await.unwrap();
+                    }
+                    Err(e) if e.kind() == ErrorKind::Timeout => {}
+                    Err(e) => assert!(e.to_string().contains("one name takes one scheme"), "{e}"),
+                }
+            }
+            inversions
+        }));
+    }
+    let mut inversions = 0;
+    for t in tasks {
+        inversions += bounded("contender", Duration::from_secs(120), t).await.unwrap();
+    }
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "holds overlapped");
+    assert_eq!(inversions, 0, "a grant's token was not above every earlier grant's");
+    assert!(granted.load(Ordering::SeqCst) > 0, "nobody was granted");
+}

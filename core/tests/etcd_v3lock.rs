@@ -79,6 +79,26 @@ async fn layout_and_default_scheme_http() {
     layout_and_default_scheme(&http_url()).await;
 }
 
+/// The lock service does not look at `?scheme=txn`'s bare key: a grant while a txn holder
+/// holds the name is given back and refused, naming both schemes; the txn scheme refuses
+/// a name this scheme holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn txn_scheme_on_the_same_name_is_refused() {
+    let txn_url = url().replace("?scheme=v3lock", "?scheme=txn");
+    let (v3, txn) = (Client::connect(&url()).await.unwrap(), Client::connect(&txn_url).await.unwrap());
+    let name = unique("v3-txn");
+    let g = txn.lock(&name).acquire().await.unwrap();
+    let e = v3.lock(&name).try_acquire().await.map(drop).unwrap_err();
+    assert!(e.kind() == ErrorKind::Backend && e.to_string().contains("?scheme=txn"), "{e}");
+    let seen = v3.inspect(&name).await.unwrap();
+    assert_eq!((seen.holders.len(), seen.holders[0].token, seen.waiters.len()), (1, g.token(), 0), "{seen:?}");
+    g.release().await.unwrap();
+    let g = v3.lock(&name).acquire().await.unwrap();
+    let e = txn.lock(&name).try_acquire().await.map(drop).unwrap_err();
+    assert!(e.kind() == ErrorKind::Backend && e.to_string().contains("the lock queue"), "{e}");
+    g.release().await.unwrap();
+}
+
 /// Every kind but Lock is refused with a clear `Unsupported`.
 #[tokio::test]
 async fn other_kinds_are_unsupported() {

@@ -4,49 +4,42 @@ use super::lock::{self, LockKeys};
 use super::rwlock::{self, RwKeys};
 use super::semaphore::SemKeys;
 use super::transport::Transport;
-use super::txnlock::{self, TxnKeys};
+use super::txnlock;
 use super::{keyed, v3lock};
 use crate::FencingToken;
 use crate::error::Result;
 use crate::inspect::{Holder, Inspection};
 use crate::key::Key;
 
-/// `?scheme=txn`'s lock: its one key.
-pub(crate) async fn txn_lock(t: &dyn Transport, key: &Key) -> Result<Inspection> {
-    let (holder, fence) = txnlock::read(t, &TxnKeys::new(&key.name)).await?;
-    let holders: Vec<Holder> = holder
+/// A lock of any scheme: `?scheme=txn`'s bare key or the lock queue's head (also what
+/// etcd's lock service writes) holds. Both are read, so that each scheme shows a holder
+/// under the other (whose acquire it refuses).
+pub(crate) async fn lock(t: &dyn Transport, v3: &v3lock::Holds, key: &Key) -> Result<Inspection> {
+    let (es, bare, fence) = lock::read(t, &LockKeys::new(&key.name)).await?;
+    // The lowest key holds, as for etcd's own clients: a waiter granted on the watch
+    // event (the hand-off) is the holder while its key still says "waiting".
+    let head = es.first().filter(|_| bare.is_none());
+    // The lock service writes no holder: this process's own holds are known here.
+    let own = |e: &lock::Entry| v3.describe(&e.kv.key);
+    let holders: Vec<Holder> = bare
+        .map(|kv| txnlock::holder(&kv))
+        .or_else(|| {
+            head.map(|e| {
+                let (owner, count) = own(e).unwrap_or_else(|| (e.owner(), e.count().max(1)));
+                (owner, count, u64::try_from(e.kv.create_revision).unwrap_or(0))
+            })
+        })
         .map(|(owner, count, token)| Holder {
             owner,
             mode: "exclusive",
             count,
             token: FencingToken::new(token),
-            lease_left: None,
-        })
-        .into_iter()
-        .collect();
-    Ok(lock_inspection(key, holders, Vec::new(), fence))
-}
-
-/// The lock queue (also what etcd's lock service writes): the head holds.
-pub(crate) async fn queue_lock(t: &dyn Transport, v3: &v3lock::Holds, key: &Key) -> Result<Inspection> {
-    let (es, fence) = lock::read(t, &LockKeys::new(&key.name)).await?;
-    // The lowest key holds, as for etcd's own clients: a waiter granted on the watch
-    // event (the hand-off) is the holder while its key still says "waiting".
-    let head = es.first();
-    // The lock service writes no holder: this process's own holds are known here.
-    let own = |e: &lock::Entry| v3.describe(&e.kv.key);
-    let holders: Vec<Holder> = head
-        .map(|e| Holder {
-            owner: own(e).map_or_else(|| e.owner(), |(h, _)| h),
-            mode: "exclusive",
-            count: own(e).map_or_else(|| e.count().max(1), |(_, n)| n),
-            token: FencingToken::new(u64::try_from(e.kv.create_revision).unwrap_or(0)),
             // etcd reports whole seconds: the engine's own deadline is more precise.
             lease_left: None,
         })
         .into_iter()
         .collect();
-    let waiters = es.iter().skip(holders.len()).map(|e| e.owner()).collect();
+    let waiters = es.iter().skip(usize::from(head.is_some())).map(|e| e.owner()).collect();
     Ok(lock_inspection(key, holders, waiters, fence))
 }
 

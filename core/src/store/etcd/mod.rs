@@ -242,8 +242,7 @@ impl Store for Etcd {
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
         match key.family {
             _ if self.scheme == LockScheme::V3Lock && key.family != Family::Lock => Err(v3lock_only(key)),
-            Family::Lock if self.scheme == LockScheme::Txn => inspect::txn_lock(&*self.t, key).await,
-            Family::Lock => inspect::queue_lock(&*self.t, &self.v3, key).await,
+            Family::Lock => inspect::lock(&*self.t, &self.v3, key).await,
             Family::RwLock => inspect::rwlock(&*self.t, key).await,
             Family::Semaphore => inspect::semaphore(&*self.t, key).await,
             Family::Latch => Store::inspect(&self.latches, key).await,

@@ -5,7 +5,7 @@
 //! the key's create revision; the value is baton's `{"holder","count","ttl"}` (a Go
 //! client writes its own value, shown as a foreign holder).
 
-use super::lock::{Value, encode, secs};
+use super::lock::{LockKeys, Value, encode, entries, secs, two_schemes};
 use super::transport::{Compare, Kv, Range, Transport, Txn, TxnOp};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Released, Request};
@@ -13,16 +13,19 @@ use crate::state::{Attempt, Released, Request};
 /// How many times one step re-reads after losing a race before giving up.
 const RACES: usize = 64;
 
-/// The key of a lock name, and where its last token is recorded.
+/// The key of a lock name, where its last token is recorded, and the lock queue's keys of
+/// the same name (checked by every grant: see `lock::two_schemes`).
 #[derive(Debug, Clone)]
 pub(crate) struct TxnKeys {
     pub(crate) key: Vec<u8>,
     pub(crate) fence: Vec<u8>,
+    queue: LockKeys,
 }
 
 impl TxnKeys {
     pub(crate) fn new(name: &str) -> TxnKeys {
-        TxnKeys { key: name.as_bytes().to_vec(), fence: format!("baton/lock/{name}").into_bytes() }
+        let queue = LockKeys::new(name);
+        TxnKeys { key: name.as_bytes().to_vec(), fence: queue.fence.clone(), queue }
     }
 
     /// What identifies one holder's steps on this lock (one at a time per process).
@@ -32,6 +35,10 @@ impl TxnKeys {
         k.push(0);
         k.extend_from_slice(holder.as_bytes());
         k
+    }
+
+    fn name(&self) -> String {
+        String::from_utf8_lossy(&self.key).into_owned()
     }
 }
 
@@ -46,8 +53,14 @@ fn token(kv: &Kv) -> u64 {
 /// One attempt: take the key if nobody has it, re-enter if this holder has it.
 pub(crate) async fn acquire(t: &dyn Transport, keys: &TxnKeys, req: &Request) -> Result<Attempt> {
     for _ in 0..RACES {
-        let r = t.range(Range::key(&keys.key)).await?;
-        if let Some(kv) = r.kvs.first() {
+        // The key and the lock queue of the same name, at one revision.
+        let read = Txn {
+            compare: vec![],
+            success: vec![TxnOp::Range(Range::key(&keys.key)), TxnOp::Range(Range::prefix(&keys.queue.prefix))],
+            failure: vec![],
+        };
+        let r = t.txn(read).await?;
+        if let Some(kv) = r.range(0).and_then(|r| r.kvs.first()) {
             let Some(v) = value(kv).filter(|v| v.holder == req.holder) else {
                 return Ok(Attempt::Busy { retry_ms: None });
             };
@@ -62,12 +75,20 @@ pub(crate) async fn acquire(t: &dyn Transport, keys: &TxnKeys, req: &Request) ->
             }
             continue;
         }
+        if r.range(1).is_some_and(|q| !entries(&keys.queue, q).is_empty()) {
+            return Err(two_schemes(&keys.name(), false));
+        }
         let ttl = secs(req.lease_ms);
         let lease = t.lease_grant(ttl).await?;
         let v = Value { holder: req.holder.clone(), count: 1, ttl, token: None };
-        // The try-lock's txn: If(CreateRevision(key) == 0).Then(Put(key, lease)).Else(Get(key)).
+        // The try-lock's txn: If(CreateRevision(key) == 0).Then(Put(key, lease)).Else(Get(key)),
+        // and no queue key created since the read (it found none: keys under `NAME/` then
+        // are other names', `NAME/x/…`).
         let txn = Txn {
-            compare: vec![Compare::create(&keys.key, 0)],
+            compare: vec![
+                Compare::create(&keys.key, 0),
+                Compare::none_created_under_since(&keys.queue.prefix, r.revision),
+            ],
             success: vec![TxnOp::Put { key: keys.key.clone(), value: encode(&v), lease: Some(lease) }],
             failure: vec![TxnOp::Range(Range::key(&keys.key))],
         };
@@ -76,10 +97,12 @@ pub(crate) async fn acquire(t: &dyn Transport, keys: &TxnKeys, req: &Request) ->
             return Ok(Attempt::Granted { token: u64::try_from(resp.revision).unwrap_or(0), count: 1, fresh: true });
         }
         t.lease_revoke(lease).await?;
-        let held_by_us =
-            resp.range(0).and_then(|r| r.kvs.first()).and_then(value).is_some_and(|v| v.holder == req.holder);
-        if !held_by_us {
-            return Ok(Attempt::Busy { retry_ms: None });
+        match resp.range(0).and_then(|r| r.kvs.first()).map(value) {
+            // Someone got the key first: this holder (a concurrent step of it) or another.
+            Some(Some(v)) if v.holder == req.holder => {}
+            Some(_) => return Ok(Attempt::Busy { retry_ms: None }),
+            // No key: a key under `NAME/` came instead; the next read tells whose.
+            None => {}
         }
     }
     Err(Error::backend("etcd: too many conflicting updates of one lock key in a row"))
@@ -130,22 +153,11 @@ pub(crate) async fn release(t: &dyn Transport, keys: &TxnKeys, holder: &str, cou
     Err(Error::backend("etcd: too many conflicting updates of one lock key in a row"))
 }
 
-/// The key (holder, count, token) and the recorded last token.
-pub(crate) async fn read(t: &dyn Transport, keys: &TxnKeys) -> Result<(Option<(String, u32, u64)>, u64)> {
-    let txn = Txn {
-        compare: vec![],
-        success: vec![TxnOp::Range(Range::key(&keys.key)), TxnOp::Range(Range::key(&keys.fence))],
-        failure: vec![],
-    };
-    let resp = t.txn(txn).await?;
-    let holder = resp.range(0).and_then(|r| r.kvs.first()).map(|kv| match value(kv) {
+/// The holder, hold count and token the bare key says (a key baton did not write: a
+/// foreign holder, `etcd:NAME`).
+pub(crate) fn holder(kv: &Kv) -> (String, u32, u64) {
+    match value(kv) {
         Some(v) => (v.holder, v.count, token(kv)),
         None => (format!("etcd:{}", String::from_utf8_lossy(&kv.key)), 1, token(kv)),
-    });
-    let fence = resp
-        .range(1)
-        .and_then(|r| r.kvs.first())
-        .and_then(|kv| std::str::from_utf8(&kv.value).ok()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    Ok((holder, fence))
+    }
 }

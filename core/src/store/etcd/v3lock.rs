@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::lock::secs;
+use super::lock::{secs, two_schemes};
 use super::transport::{Compare, Range, Transport, Txn, TxnOp};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Released, Request};
@@ -86,7 +86,21 @@ pub(crate) async fn acquire(t: &dyn Transport, holds: &Holds, name: &str, req: &
             return other.map(|_| Attempt::Busy { retry_ms: None });
         }
     };
-    let kv = t.range(Range::key(&key)).await?.kvs.into_iter().next();
+    // The granted key, and `?scheme=txn`'s bare key: the service does not look at it, so a
+    // grant while it exists is given back (see `lock::two_schemes`). No bare key at this
+    // read means none since the grant: the txn scheme takes it only while `NAME/` is empty.
+    let read = Txn {
+        compare: vec![],
+        success: vec![TxnOp::Range(Range::key(&key)), TxnOp::Range(Range::key(name.as_bytes()))],
+        failure: vec![],
+    };
+    let resp = t.txn(read).await?;
+    if resp.range(1).is_some_and(|r| !r.kvs.is_empty()) {
+        t.unlock(&key).await?;
+        t.lease_revoke(lease).await?;
+        return Err(two_schemes(name, true));
+    }
+    let kv = resp.range(0).and_then(|r| r.kvs.first()).cloned();
     let Some(kv) = kv.filter(|kv| kv.lease == lease) else {
         t.lease_revoke(lease).await?;
         return Err(Error::backend("etcd: the lock service granted a key that is gone"));

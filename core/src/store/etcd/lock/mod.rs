@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use self::local::Local;
 pub(crate) use self::queue::{acquire, leave_queue, release, renew};
-use super::transport::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp};
-use crate::error::Result;
+use super::transport::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, TxnResp};
+use crate::error::{Error, Result};
 
 /// The keys of one lock name.
 #[derive(Debug, Clone)]
@@ -46,6 +46,11 @@ impl LockKeys {
         k.push(0);
         k.extend_from_slice(holder.as_bytes());
         k
+    }
+
+    /// `NAME`: `?scheme=txn`'s lock key.
+    pub(crate) fn bare(&self) -> &[u8] {
+        &self.prefix[..self.prefix.len() - 1]
     }
 
     fn entry_key(&self, lease: i64) -> Vec<u8> {
@@ -123,6 +128,19 @@ pub(crate) fn entries(keys: &LockKeys, r: &RangeResp) -> Vec<Entry> {
     out
 }
 
+/// The lock queue's keys (`NAME/<lease>`) and `?scheme=txn`'s bare key `NAME` are disjoint,
+/// so neither layout would see the other's holder: every grant of each checks, in its own
+/// txn, that the other layout has no key, and a name found in use under the other layout
+/// is refused (fail closed), naming both. `found_txn`: the other layout is the bare key.
+pub(crate) fn two_schemes(name: &str, found_txn: bool) -> Error {
+    let txn = format!("?scheme=txn (the bare key `{name}`)");
+    let queue = format!("the lock queue (the default scheme, ?scheme=v3lock, etcd's Mutex: keys `{name}/<lease>`)");
+    let (found, ours) = if found_txn { (txn, queue) } else { (queue, txn) };
+    Error::backend(format!(
+        "etcd: lock `{name}` is in use under {found}, and this client uses {ours}: one name takes one scheme"
+    ))
+}
+
 /// Lease seconds for a length in milliseconds (etcd leases count whole seconds).
 pub(crate) fn secs(ms: u64) -> i64 {
     i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX).max(1)
@@ -132,11 +150,16 @@ pub(crate) fn encode(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 
-/// The contenders and the recorded last token, in one read.
-pub(crate) async fn read(t: &dyn Transport, keys: &LockKeys) -> Result<(Vec<Entry>, u64)> {
+/// The contenders, the bare key `NAME` (`?scheme=txn`'s lock) and the recorded last token,
+/// in one read.
+pub(crate) async fn read(t: &dyn Transport, keys: &LockKeys) -> Result<(Vec<Entry>, Option<Kv>, u64)> {
     let txn = Txn {
         compare: vec![],
-        success: vec![TxnOp::Range(Range::prefix(&keys.prefix)), TxnOp::Range(Range::key(&keys.fence))],
+        success: vec![
+            TxnOp::Range(Range::prefix(&keys.prefix)),
+            TxnOp::Range(Range::key(&keys.fence)),
+            TxnOp::Range(Range::key(keys.bare())),
+        ],
         failure: vec![],
     };
     let resp = t.txn(txn).await?;
@@ -146,7 +169,8 @@ pub(crate) async fn read(t: &dyn Transport, keys: &LockKeys) -> Result<(Vec<Entr
         .and_then(|r| r.kvs.first())
         .and_then(|kv| std::str::from_utf8(&kv.value).ok()?.parse::<u64>().ok())
         .unwrap_or(0);
-    Ok((es, fence))
+    let bare = resp.range(2).and_then(|r| r.kvs.first()).cloned();
+    Ok((es, bare, fence))
 }
 
 /// Where a waiter stands: `None` when it is at the head (or has no key), else the key of
@@ -172,12 +196,21 @@ pub(crate) async fn predecessor(
 /// lease), same create revision, and its token recorded; only while it is still there.
 pub(super) fn grant_txn(keys: &LockKeys, kv: &Kv, value: &Value, lease: Option<i64>) -> Txn {
     Txn {
-        compare: vec![Compare::create(&kv.key, kv.create_revision)],
+        // And no bare key (`two_schemes`); when the txn fails, the read says whether one was there.
+        compare: vec![Compare::create(&kv.key, kv.create_revision), Compare::create(keys.bare(), 0)],
         success: vec![
             TxnOp::Put { key: kv.key.clone(), value: encode(value), lease },
             TxnOp::Put { key: keys.fence.clone(), value: kv.create_revision.to_string().into_bytes(), lease: Some(0) },
         ],
-        failure: vec![],
+        failure: vec![TxnOp::Range(Range::key(keys.bare()))],
+    }
+}
+
+/// Refused when the txn response `resp`'s range `i` found the bare key (see `two_schemes`).
+pub(super) fn no_bare_key(keys: &LockKeys, resp: &TxnResp, i: usize) -> Result<()> {
+    match resp.range(i) {
+        Some(r) if !r.kvs.is_empty() => Err(two_schemes(&String::from_utf8_lossy(keys.bare()), true)),
+        _ => Ok(()),
     }
 }
 

@@ -5,7 +5,7 @@ use crate::rt::Instant;
 
 use super::handoff::handoff;
 use super::local::{Local, Moved};
-use super::{Entry, LockKeys, Value, encode, entries, grant_txn, secs};
+use super::{Entry, LockKeys, Value, encode, entries, grant_txn, no_bare_key, secs};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Released, Request};
 use crate::store::etcd::session::Session;
@@ -116,7 +116,7 @@ async fn session_create(t: &dyn Transport, local: &Local, keys: &LockKeys, req: 
     let key = keys.entry_key(s.lease);
     let value = Value { holder: req.holder.clone(), count: 1, ttl, token: None };
     let txn = Txn {
-        compare: vec![Compare::none_under(&keys.prefix)],
+        compare: vec![Compare::none_under(&keys.prefix), Compare::create(keys.bare(), 0)],
         success: vec![TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(s.lease) }],
         failure: vec![],
     };
@@ -234,10 +234,12 @@ async fn promote(
         (Err(e), None) => return Err(e),
     };
     if !resp.succeeded {
-        // The waiter's lease ended meanwhile: read again (a new key follows).
+        // The waiter's lease ended meanwhile: read again (a new key follows). Or the
+        // name is held under `?scheme=txn`.
         if session.is_none() {
             *spare = lease;
         }
+        no_bare_key(keys, &resp, 0)?;
         return Ok(None);
     }
     // The queue lease has no key left and runs out on its own (≤ the queue ttl): not
@@ -283,6 +285,7 @@ async fn create(
         success: vec![
             TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(lease) },
             TxnOp::Range(Range::prefix(&keys.prefix)),
+            TxnOp::Range(Range::key(keys.bare())),
         ],
         failure: vec![],
     };
@@ -293,6 +296,13 @@ async fn create(
         return Ok(None);
     }
     let mine = resp.revision;
+    if let Err(e) = no_bare_key(keys, &resp, 2) {
+        // The name is held under `?scheme=txn`: this key goes (its lease with it), and
+        // so the txn holder's own checks never see it.
+        local.forget(&keys.prefix, &req.holder, lease);
+        t.lease_revoke(lease).await?;
+        return Err(e);
+    }
     let es = resp.range(1).map(|r| entries(keys, r)).unwrap_or_default();
     if es.iter().any(|e| e.is(&req.holder) && e.kv.create_revision < mine) {
         // This holder already had a key (made elsewhere): keep that one.

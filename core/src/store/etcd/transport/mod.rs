@@ -13,7 +13,7 @@ mod http;
 
 use std::sync::Arc;
 
-pub(crate) use self::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, WatchStream};
+pub(crate) use self::proto::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, TxnResp, WatchStream};
 use super::config::{EtcdConfig, Protocol};
 use crate::error::{Error, Result};
 

@@ -91,6 +91,10 @@ impl Compare {
     pub(crate) fn none_under(prefix: &[u8]) -> Compare {
         Compare { range_end: Some(prefix_end(prefix)), ..Compare::create(prefix, 0) }
     }
+    /// No key under `prefix` was created after revision `rev`.
+    pub(crate) fn none_created_under_since(prefix: &[u8], rev: i64) -> Compare {
+        Compare { range_end: Some(prefix_end(prefix)), less: true, ..Compare::create(prefix, rev.saturating_add(1)) }
+    }
     /// No key under `prefix` was created or rewritten after revision `rev` (deletions
     /// pass: they only ever free something).
     pub(crate) fn unchanged_under_since(prefix: &[u8], rev: i64) -> Compare {

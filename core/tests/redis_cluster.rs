@@ -131,3 +131,16 @@ async fn first_node_down_still_wakes() {
     let at = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("waiter hung").unwrap();
     assert!(at - released < behaviour::WAKE, "woken {:?} after the release", at - released);
 }
+
+/// `?wait_replicas=1` on a cluster whose masters have no replica: `WAIT` goes to every
+/// master and answers 0, so every grant is refused (`Backend`, naming the option) and
+/// given back.
+#[tokio::test]
+async fn wait_replicas_without_replicas_refuses_grants() {
+    let c = Client::connect(&format!("{}?wait_replicas=1&wait_timeout=100ms", server())).await.unwrap();
+    let name = unique("wait");
+    let e = c.lock(&name).try_acquire().await.map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Backend, "{e}");
+    assert!(e.to_string().contains("wait_replicas"), "{e}");
+    assert!(c.inspect(&name).await.unwrap().holders.is_empty(), "the refused grant is not left held");
+}

@@ -508,6 +508,56 @@ async fn sentinel_failover_loses_unreplicated_grant() {
     assert_eq!(g.release().await.unwrap_err().kind(), ErrorKind::LockLost);
 }
 
+/// `?wait_replicas=1`: the same cut replica as above, but a grant the replica has not
+/// confirmed is refused (`Backend`, naming the option) and given back, not left held; once
+/// the replica is back, grants are confirmed, and such a grant survives the master's loss
+/// (the promoted replica has it: nobody else is granted, the holder is not lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_wait_replicas_refuses_an_unreplicated_grant() {
+    let (mut master, replica, sentinel) = sentinel_trio().await;
+    let url = format!(
+        "redis+sentinel://127.0.0.1:{}/mymaster?timeout=1s&connect_timeout=1s&wait_replicas=1&wait_timeout=300ms",
+        sentinel.port
+    );
+    let c = Client::connect(&url).await.unwrap();
+    c.lock("w").acquire().await.unwrap().release().await.unwrap();
+    replica.signal("STOP");
+    let cut: i64 = redis::cmd("CLIENT").arg(&["KILL", "TYPE", "replica"]).query(&mut master.admin()).unwrap();
+    assert_eq!(cut, 1);
+    for kind in ["lock", "semaphore"] {
+        let e = match kind {
+            "lock" => c.lock("w").try_acquire().await.map(drop).unwrap_err(),
+            _ => c.semaphore("w/s", 2).try_acquire().await.map(drop).unwrap_err(),
+        };
+        assert_eq!(e.kind(), ErrorKind::Backend, "{kind}: {e}");
+        assert!(e.to_string().contains("wait_replicas") && e.to_string().contains("0 confirmed"), "{kind}: {e}");
+    }
+    let seen = c.inspect("w").await.unwrap();
+    assert!(seen.holders.is_empty(), "the refused grant was given back: {seen:?}");
+    assert_eq!(c.semaphore("w/s", 2).available().await.unwrap(), 2);
+    replica.signal("CONT");
+    // The replica reconnects and resyncs (bounded: 40 tries over ≥ 20 s).
+    let mut g = None;
+    for _ in 0..40 {
+        match c.lock("w").try_acquire().await {
+            Ok(Some(held)) => {
+                g = Some(held);
+                break;
+            }
+            Ok(None) => panic!("`w` is held by nobody"),
+            Err(e) if e.kind() == ErrorKind::Backend => tokio::time::sleep(Duration::from_millis(500)).await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let g = g.expect("no confirmed grant within 20 s of the replica's return");
+    master.kill();
+    master_becomes(&sentinel, replica.port).await;
+    let other = Client::connect(&url.replace("&wait_replicas=1&wait_timeout=300ms", "")).await.unwrap();
+    assert!(other.lock("w").try_acquire().await.unwrap().is_none(), "the confirmed grant survived the failover");
+    assert!(!g.is_lost());
+    g.release().await.unwrap();
+}
+
 /// A server restarted without persistence loses every counter: tokens still grow, in every
 /// layout (the token rule: above the last one and at least the server's `TIME` in µs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

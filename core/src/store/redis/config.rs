@@ -9,7 +9,8 @@ use crate::url::COMMON_OPTIONS;
 use crate::url::StoreUrl;
 
 /// Options of every Redis scheme besides the common ones.
-const OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore", "clock"];
+const OPTIONS: &[&str] =
+    &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore", "clock", "wait_replicas", "wait_timeout"];
 /// Options of the sentinel schemes only.
 const SENTINEL_OPTIONS: &[&str] = &["sentinel_user", "sentinel_password"];
 /// How long one command may take before it fails with `Connection` (`?timeout=`).
@@ -17,6 +18,9 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take (`?connect_timeout=`).
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_PORT: u16 = 6379;
+/// How long a grant waits for its replicas (`?wait_timeout=`): Redisson's default for its
+/// synced-replicas check.
+const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Where the servers are.
 #[derive(Clone, Debug)]
@@ -82,6 +86,16 @@ impl Clock {
     }
 }
 
+/// `?wait_replicas=N&wait_timeout=D`: every grant is followed by `WAIT N D` on the
+/// connection that wrote it, so a failover to a replica cannot lose an acknowledged grant
+/// silently (Redisson's synced-replicas check); fewer than `replicas` confirming within
+/// `timeout` gives the grant back and fails it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WaitReplicas {
+    pub(crate) replicas: u32,
+    pub(crate) timeout: Duration,
+}
+
 /// A Redis store URL, parsed.
 #[derive(Clone)]
 pub(crate) struct RedisConfig {
@@ -97,6 +111,7 @@ pub(crate) struct RedisConfig {
     pub(crate) lock: LockLayout,
     pub(crate) semaphore: SemLayout,
     pub(crate) clock: Clock,
+    pub(crate) wait: Option<WaitReplicas>,
     pub(crate) timeout: Duration,
     pub(crate) connect_timeout: Duration,
     /// `Redis <url>`, password redacted: the prefix of every message.
@@ -155,6 +170,7 @@ impl RedisConfig {
             &[("server", Clock::Server), ("client", Clock::Client)],
         )?;
         let connect_timeout = url.duration_option("connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
+        let wait = parse_wait(url)?;
         let sentinel_of = on_sentinel.then(|| parse_sentinel_path(url)).transpose()?;
         let topology = if cluster || sentinel_of.is_some() {
             let hosts = parse_hosts(url)?;
@@ -189,11 +205,32 @@ impl RedisConfig {
             lock,
             semaphore,
             clock,
+            wait,
             timeout,
             connect_timeout,
             store: format!("Redis {url}"),
         })
     }
+}
+
+/// `?wait_replicas=` (a whole number ≥ 1) and `?wait_timeout=` (only with it).
+fn parse_wait(url: &StoreUrl) -> Result<Option<WaitReplicas>> {
+    let Some(n) = url.option("wait_replicas") else {
+        if url.option("wait_timeout").is_some() {
+            return Err(Error::invalid_argument(format!(
+                "option `wait_timeout` of {url} goes with `wait_replicas` (how many replicas a grant waits for)"
+            )));
+        }
+        return Ok(None);
+    };
+    let replicas = n.parse::<u32>().ok().filter(|n| (1..=1000).contains(n)).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "option `wait_replicas` of {url}: `{n}` is not a number of replicas from 1 to 1000"
+        ))
+    })?;
+    // WAIT's 0 means "block forever": the duration check refuses zero.
+    let timeout = url.duration_option("wait_timeout", DEFAULT_WAIT_TIMEOUT)?;
+    Ok(Some(WaitReplicas { replicas, timeout }))
 }
 
 /// The value of option `name` among `values` (the first one when absent).
@@ -326,5 +363,25 @@ mod tests {
         assert!(msg("redis://h:0").contains("bad host or port"));
         assert!(msg("redis://a,b").contains("several hosts"));
         assert!(msg("memcache://h").contains("not supported"));
+    }
+
+    #[test]
+    fn wait_replicas_takes_a_count_and_an_optional_timeout() {
+        assert_eq!(parse("redis://h").unwrap().wait, None);
+        let w = parse("redis://h?wait_replicas=2").unwrap().wait.unwrap();
+        assert_eq!((w.replicas, w.timeout), (2, DEFAULT_WAIT_TIMEOUT));
+        let w = parse("redis+sentinel://s/m?wait_replicas=1&wait_timeout=250ms").unwrap().wait.unwrap();
+        assert_eq!((w.replicas, w.timeout), (1, Duration::from_millis(250)));
+        for bad in ["0", "-1", "x", "1.5", "1001", ""] {
+            let e = parse(&format!("redis://:secret@h?wait_replicas={bad}")).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{bad}: {e}");
+            assert!(e.to_string().contains("wait_replicas") && !e.to_string().contains("secret"), "{e}");
+        }
+        for bad in ["0s", "-1s", "soon"] {
+            let e = parse(&format!("redis://h?wait_replicas=1&wait_timeout={bad}")).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{bad}: {e}");
+            assert!(e.to_string().contains("wait_timeout"), "{e}");
+        }
+        assert!(parse("redis://h?wait_timeout=1s").unwrap_err().to_string().contains("goes with `wait_replicas`"));
     }
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::Cmd;
 
-use self::config::{LockLayout, Names, RedisConfig, SemLayout, Topology};
+use self::config::{LockLayout, Names, RedisConfig, SemLayout, Topology, WaitReplicas};
 use self::conn::Conn;
 use self::layout::{ALL, fair, fence, latch, lock, rsemaphore, rwlock, semaphore, simple};
 #[cfg(feature = "bench")]
@@ -78,6 +78,32 @@ impl Redis {
             },
             Family::Latch => return Err(Error::unsupported("a count-down latch has no lease to renew")),
         })
+    }
+}
+
+impl Redis {
+    /// `?wait_replicas=`: `WAIT` for the fresh grant of `holder` on `key` just written; when
+    /// too few replicas confirm in time, the grant is given back (it was the holder's only
+    /// hold: fresh) and fails.
+    async fn replicated(&self, key: &Key, holder: &str, w: WaitReplicas) -> Result<()> {
+        let ms = u64::try_from(w.timeout.as_millis()).unwrap_or(u64::MAX);
+        let acked = self.conn.query::<i64>(redis::cmd("WAIT").arg(w.replicas).arg(ms)).await;
+        match acked {
+            Ok(n) if n >= i64::from(w.replicas) => Ok(()),
+            other => {
+                let why = match &other {
+                    Ok(n) => format!("{n} confirmed within {:?}", w.timeout),
+                    Err(e) => e.to_string(),
+                };
+                // Given back before the error: a grant nobody was told of must not hold.
+                let back = Store::release(self, key, holder, u32::MAX).await;
+                let back = back.map_or_else(|e| format!("; giving it back failed too: {e}"), |_| String::new());
+                Err(Error::backend(format!(
+                    "{}: a grant of `{}` was not confirmed by {} replica(s) (?wait_replicas): {why}; not granted{back}",
+                    self.cfg.store, key.name, w.replicas
+                )))
+            }
+        }
     }
 }
 
@@ -149,7 +175,11 @@ impl Redis {
 #[async_trait]
 impl Store for Redis {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
-        Ok(self.acquire_counted(key, req).await?.0)
+        let attempt = self.acquire_counted(key, req).await?.0;
+        if let (Some(w), Attempt::Granted { fresh: true, .. }) = (self.cfg.wait, &attempt) {
+            self.replicated(key, &req.holder, w).await?;
+        }
+        Ok(attempt)
     }
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
@@ -232,6 +262,10 @@ impl Store for Redis {
 
     #[cfg(feature = "driven-link")]
     async fn driven_link(&self) -> Result<Option<DrivenLink>> {
+        // The link's grants do not pass `acquire` (no WAIT after them).
+        if self.cfg.wait.is_some() {
+            return Ok(None);
+        }
         self.conn.driven_link().await
     }
 

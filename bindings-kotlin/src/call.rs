@@ -1,6 +1,7 @@
-//! Every call runs on baton's shared runtime (`baton::rt::run`): the JVM has no tokio, and
-//! Kotlin polls the returned future from its own threads. A panic inside becomes a
-//! `Backend` error; dropping the future (a cancelled coroutine) aborts the call, and the
+//! Every call is polled where Kotlin polls it (its own threads), inside the context of
+//! baton's shared runtime (`baton::rt::in_context`): the JVM has no tokio, and a hop onto a
+//! runtime worker and back would cost two thread wake-ups per call. A panic inside becomes
+//! a `Backend` error; dropping the future (a cancelled coroutine) drops the call, and the
 //! core's acquire futures are cancel-safe: nothing stays held or queued.
 
 use std::future::Future;
@@ -10,13 +11,13 @@ use baton::Result;
 
 use crate::errors::FfiError;
 
-/// Runs `fut` on baton's runtime; its error becomes the uniffi error of its kind.
+/// Runs `fut` in baton's runtime context; its error becomes the uniffi error of its kind.
 pub(crate) async fn run<T, F>(fut: F) -> Result<T, FfiError>
 where
     T: Send + 'static,
     F: Future<Output = Result<T>> + Send + 'static,
 {
-    baton::rt::run(fut).await.map_err(FfiError::from)
+    baton::rt::in_context(fut).await.map_err(FfiError::from)
 }
 
 /// An optional wait limit in milliseconds (`timeout`), validated as in every binding.

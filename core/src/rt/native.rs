@@ -124,6 +124,52 @@ where
 
 struct CatchPanics<F>(std::pin::Pin<Box<F>>);
 
+/// Polls `fut` where it is awaited, inside the shared runtime's context (its timers, I/O
+/// and spawns then work from any thread), turning a panic inside into a `Backend` error;
+/// dropped (a cancelled call), `fut` is dropped in that context too. For a binding whose
+/// caller polls from its own threads (uniffi's foreign futures: the JVM), where [`run`]'s
+/// hop onto a worker and back would cost two thread wake-ups per call: a call that needs
+/// no I/O (`memory://`) completes in its first poll, and one that does is woken by the
+/// runtime's I/O driver as with `run`.
+pub fn in_context<T, F>(fut: F) -> impl Future<Output = Result<T>> + Send
+where
+    F: Future<Output = Result<T>> + Send,
+{
+    InContext(Some(Box::pin(fut)))
+}
+
+struct InContext<F: Future>(Option<std::pin::Pin<Box<F>>>);
+
+impl<T, F: Future<Output = Result<T>>> Future for InContext<F> {
+    type Output = Result<T>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<T>> {
+        let Some(inner) = self.0.as_mut() else {
+            return std::task::Poll::Ready(Err(Error::backend("polled after completion")));
+        };
+        let _in = global().enter();
+        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
+            Ok(p) => p,
+            Err(p) => std::task::Poll::Ready(Err(Error::backend(format!("internal error: {}", panic_text(&*p))))),
+        };
+        if out.is_ready() {
+            // Dropped here, in the runtime's context.
+            self.0 = None;
+        }
+        out
+    }
+}
+
+impl<F: Future> Drop for InContext<F> {
+    fn drop(&mut self) {
+        if let Some(fut) = self.0.take() {
+            let _in = global().enter();
+            // A panic while dropping must not unwind into the caller's language either.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(fut)));
+        }
+    }
+}
+
 impl<T, F: Future<Output = Result<T>>> Future for CatchPanics<F> {
     type Output = Result<T>;
 

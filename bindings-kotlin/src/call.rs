@@ -20,9 +20,13 @@ where
     baton::rt::in_context(fut).await.map_err(FfiError::from)
 }
 
-/// An optional wait limit in milliseconds (`timeout`), validated as in every binding.
-pub(crate) fn timeout(ms: Option<f64>) -> Result<Option<Duration>> {
-    baton_bind::convert::opt_millis("timeout", ms)
+/// A wait limit in milliseconds (`timeout`), validated as in every binding; `+∞` is none
+/// (a plain `f64` crosses JNA without the buffer an optional needs, on every acquire).
+pub(crate) fn timeout(ms: f64) -> Result<Option<Duration>> {
+    if ms == f64::INFINITY {
+        return Ok(None);
+    }
+    baton_bind::convert::opt_millis("timeout", Some(ms))
 }
 
 /// A duration in milliseconds called `what` in messages.

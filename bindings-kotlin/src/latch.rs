@@ -45,7 +45,7 @@ impl CountDownLatch {
     }
 
     /// Waits until the count is zero (at most `timeout_ms`, then `Timeout`).
-    pub async fn wait(&self, timeout_ms: Option<f64>) -> Result<(), FfiError> {
+    pub async fn wait(&self, timeout_ms: f64) -> Result<(), FfiError> {
         let latch = self.inner.clone();
         call::run(async move {
             match call::timeout(timeout_ms)? {

@@ -38,7 +38,7 @@ macro_rules! lock_class {
             }
 
             /// Waits for the lock (at most `timeout_ms`, then `Timeout`).
-            pub async fn acquire(&self, timeout_ms: Option<f64>) -> Result<Arc<LockGuard>, FfiError> {
+            pub async fn acquire(&self, timeout_ms: f64) -> Result<Arc<LockGuard>, FfiError> {
                 let lock = self.inner.clone();
                 call::run(async move {
                     let lock = lock?;

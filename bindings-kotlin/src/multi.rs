@@ -30,7 +30,7 @@ impl MultiLock {
     }
 
     /// Waits until every lock is held (at most `timeout_ms`, then `Timeout` with none held).
-    pub async fn acquire(&self, timeout_ms: Option<f64>) -> Result<Arc<MultiGuard>, FfiError> {
+    pub async fn acquire(&self, timeout_ms: f64) -> Result<Arc<MultiGuard>, FfiError> {
         let multi = self.inner.clone();
         call::run(async move {
             match call::timeout(timeout_ms)? {

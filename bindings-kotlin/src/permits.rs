@@ -33,7 +33,7 @@ impl PermitSemaphore {
 
     /// Waits for a permit: held under the handle's lease, or expiring `lease_ms` after the
     /// grant unless extended; at most `timeout_ms` (not together with `lease_ms`).
-    pub async fn acquire(&self, timeout_ms: Option<f64>, lease_ms: Option<f64>) -> Result<Arc<Permit>, FfiError> {
+    pub async fn acquire(&self, timeout_ms: f64, lease_ms: Option<f64>) -> Result<Arc<Permit>, FfiError> {
         let sem = self.inner.clone();
         call::run(async move {
             let sem = sem?;

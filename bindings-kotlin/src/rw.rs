@@ -30,7 +30,7 @@ impl RwLock {
     }
 
     /// Waits for a shared (read) hold.
-    pub async fn read(&self, timeout_ms: Option<f64>) -> Result<Arc<LockGuard>, FfiError> {
+    pub async fn read(&self, timeout_ms: f64) -> Result<Arc<LockGuard>, FfiError> {
         let rw = self.inner.clone();
         call::run(async move {
             let rw = rw?;
@@ -44,7 +44,7 @@ impl RwLock {
     }
 
     /// Waits for the exclusive (write) hold.
-    pub async fn write(&self, timeout_ms: Option<f64>) -> Result<Arc<LockGuard>, FfiError> {
+    pub async fn write(&self, timeout_ms: f64) -> Result<Arc<LockGuard>, FfiError> {
         let rw = self.inner.clone();
         call::run(async move {
             let rw = rw?;

@@ -38,7 +38,7 @@ impl Semaphore {
     }
 
     /// Waits for `n` permits at once.
-    pub async fn acquire(&self, n: i64, timeout_ms: Option<f64>) -> Result<Arc<Permit>, FfiError> {
+    pub async fn acquire(&self, n: i64, timeout_ms: f64) -> Result<Arc<Permit>, FfiError> {
         let sem = self.inner.clone();
         call::run(async move {
             let sem = sem?;

@@ -13,7 +13,7 @@ import kotlin.time.Duration
  * form (`acquireAsync`). A cancelled or interrupted wait leaves nothing held.
  */
 abstract class Acquirable<G : Guard> internal constructor() {
-    internal abstract suspend fun rawAcquire(timeoutMs: Double?): G
+    internal abstract suspend fun rawAcquire(timeoutMs: Double): G
     internal abstract suspend fun rawTryAcquire(): G?
 
     /**
@@ -55,7 +55,7 @@ abstract class Acquirable<G : Guard> internal constructor() {
 
     /** Waits at most [timeout] for the grant, blocking the thread (interruptible). */
     @Throws(InterruptedException::class)
-    fun acquireBlocking(timeout: java.time.Duration?): G = blocking { native { rawAcquire(timeout?.ms()) } }
+    fun acquireBlocking(timeout: java.time.Duration?): G = blocking { native { rawAcquire(timeout.limit()) } }
 
     /** One attempt, blocking the thread: null when it is not free. */
     @Throws(InterruptedException::class)
@@ -64,16 +64,16 @@ abstract class Acquirable<G : Guard> internal constructor() {
     /** The grant as a future; cancelling the future cancels the wait. */
     @JvmOverloads
     fun acquireAsync(timeout: java.time.Duration? = null): CompletableFuture<G> =
-        futureOf { native { rawAcquire(timeout?.ms()) } }
+        futureOf { native { rawAcquire(timeout.limit()) } }
 }
 
 /** A re-entrant exclusive lock (Redisson's `RLock` layout on Redis). */
 class Lock internal constructor(private val raw: dev.baton.ffi.Lock) : Acquirable<LockGuard>() {
     /** The name this handle locks. */
-    val name: String get() = raw.name()
+    val name: String = raw.name()
 
-    override suspend fun rawAcquire(timeoutMs: Double?) = LockGuard(raw.acquire(timeoutMs))
-    override suspend fun rawTryAcquire() = raw.tryAcquire()?.let(::LockGuard)
+    override suspend fun rawAcquire(timeoutMs: Double) = LockGuard(raw.acquire(timeoutMs), name)
+    override suspend fun rawTryAcquire() = raw.tryAcquire()?.let { LockGuard(it, name) }
 
     /** Holders, waiters and the last token of this lock. */
     suspend fun inspect(): Inspection = native { raw.inspect() }
@@ -82,10 +82,10 @@ class Lock internal constructor(private val raw: dev.baton.ffi.Lock) : Acquirabl
 /** A lock granted in request order (Redisson's `RFairLock` layout on Redis). */
 class FairLock internal constructor(private val raw: dev.baton.ffi.FairLock) : Acquirable<LockGuard>() {
     /** The name this handle locks. */
-    val name: String get() = raw.name()
+    val name: String = raw.name()
 
-    override suspend fun rawAcquire(timeoutMs: Double?) = LockGuard(raw.acquire(timeoutMs))
-    override suspend fun rawTryAcquire() = raw.tryAcquire()?.let(::LockGuard)
+    override suspend fun rawAcquire(timeoutMs: Double) = LockGuard(raw.acquire(timeoutMs), name)
+    override suspend fun rawTryAcquire() = raw.tryAcquire()?.let { LockGuard(it, name) }
 
     /** Holders, waiters and the last token of this lock. */
     suspend fun inspect(): Inspection = native { raw.inspect() }
@@ -96,7 +96,7 @@ class MultiLock internal constructor(private val raw: dev.baton.ffi.MultiLock) :
     /** The names, in acquisition order. */
     val names: List<String> get() = raw.names()
 
-    override suspend fun rawAcquire(timeoutMs: Double?) = MultiGuard(raw.acquire(timeoutMs))
+    override suspend fun rawAcquire(timeoutMs: Double) = MultiGuard(raw.acquire(timeoutMs))
     override suspend fun rawTryAcquire() = raw.tryAcquire()?.let(::MultiGuard)
 }
 

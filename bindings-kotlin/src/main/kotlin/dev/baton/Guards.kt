@@ -19,8 +19,21 @@ abstract class Guard internal constructor() : AutoCloseable {
     internal abstract fun rawIsReleased(): Boolean
     internal abstract suspend fun rawLost(): Boolean
 
+    /** Set once a release or dispose call came back (either way the grant is given back):
+     *  [close] then skips asking the native object. */
+    @Volatile
+    private var releasedHere = false
+
     /** Gives the grant back; `LockLost` if the lease had been lost, `NotHeld` if released already. */
-    suspend fun release() = native { rawRelease() }
+    suspend fun release() {
+        try {
+            native { rawRelease() }
+        } catch (e: BatonException) {
+            releasedHere = true
+            throw e
+        }
+        releasedHere = true
+    }
 
     /** [release], blocking the calling thread. */
     fun releaseBlocking() = blocking { release() }
@@ -48,7 +61,7 @@ abstract class Guard internal constructor() : AutoCloseable {
      */
     override fun close() {
         try {
-            if (!native { rawIsReleased() }) blocking { native { rawDispose() } }
+            if (!releasedHere && !native { rawIsReleased() }) blocking { native { rawDispose() } }
         } finally {
             raw.destroy()
         }
@@ -57,7 +70,7 @@ abstract class Guard internal constructor() : AutoCloseable {
     /** [close] without blocking: the release (if still due) suspends instead. */
     internal suspend fun closeSuspending() {
         try {
-            if (!native { rawIsReleased() }) native { rawDispose() }
+            if (!releasedHere && !native { rawIsReleased() }) native { rawDispose() }
         } finally {
             raw.destroy()
         }
@@ -65,15 +78,16 @@ abstract class Guard internal constructor() : AutoCloseable {
 }
 
 /** A held lock, read or write hold. */
-class LockGuard internal constructor(override val raw: dev.baton.ffi.LockGuard) : Guard() {
+class LockGuard internal constructor(
+    override val raw: dev.baton.ffi.LockGuard,
+    /** The name held (the handle's: no native call per grant). */
+    val name: String,
+) : Guard() {
     /** The fencing token of this grant: pass it to the resource, which rejects smaller ones. */
     val token: Long = raw.token().toLong()
 
-    /** The name held. */
-    val name: String = raw.name()
-
-    /** The owner id the grant is held under. */
-    val owner: String = raw.owner()
+    /** The owner id the grant is held under (read once, on first use, until [close]). */
+    val owner: String by lazy { native { raw.owner() } }
 
     /** Sets the lease to [lease] from now. */
     suspend fun extend(lease: Duration) = native { raw.extend(lease.ms()) }

@@ -41,14 +41,14 @@ internal fun <T : AutoCloseable?> futureOf(call: suspend () -> T): CompletableFu
 /** A Kotlin duration as the native layer's milliseconds (the core validates the value). */
 internal fun Duration.ms(): Double = toDouble(DurationUnit.MILLISECONDS)
 
-/** A wait limit: none for null and `Duration.INFINITE`. */
-internal fun Duration?.limit(): Double? = this?.takeIf { it.isFinite() }?.ms()
+/** A wait limit: none (+∞ at the native layer) for null and `Duration.INFINITE`. */
+internal fun Duration?.limit(): Double = this?.takeIf { it.isFinite() }?.ms() ?: Double.POSITIVE_INFINITY
 
 /** A Java duration as milliseconds (negative stays negative, so the core reports it). */
 internal fun java.time.Duration.ms(): Double = seconds * 1000.0 + nano / 1_000_000.0
 
-/** A Java wait limit: none for null. */
-internal fun java.time.Duration?.limit(): Double? = this?.ms()
+/** A Java wait limit: none (+∞ at the native layer) for null. */
+internal fun java.time.Duration?.limit(): Double = this?.ms() ?: Double.POSITIVE_INFINITY
 
 /**
  * The core wakes a suspended call's continuation from one of its runtime threads, through a

@@ -5,18 +5,18 @@ import kotlin.time.Duration
 /** Many readers or one writer (Redisson's `RReadWriteLock` layout on Redis). */
 class RwLock internal constructor(private val raw: dev.baton.ffi.RwLock) {
     /** The name. */
-    val name: String get() = raw.name()
+    val name: String = raw.name()
 
     /** The read side as a handle (its blocking and future forms serve Java). */
     val readLock: Acquirable<LockGuard> = object : Acquirable<LockGuard>() {
-        override suspend fun rawAcquire(timeoutMs: Double?) = LockGuard(raw.read(timeoutMs))
-        override suspend fun rawTryAcquire() = raw.tryRead()?.let(::LockGuard)
+        override suspend fun rawAcquire(timeoutMs: Double) = LockGuard(raw.read(timeoutMs), name)
+        override suspend fun rawTryAcquire() = raw.tryRead()?.let { LockGuard(it, name) }
     }
 
     /** The write side as a handle. */
     val writeLock: Acquirable<LockGuard> = object : Acquirable<LockGuard>() {
-        override suspend fun rawAcquire(timeoutMs: Double?) = LockGuard(raw.write(timeoutMs))
-        override suspend fun rawTryAcquire() = raw.tryWrite()?.let(::LockGuard)
+        override suspend fun rawAcquire(timeoutMs: Double) = LockGuard(raw.write(timeoutMs), name)
+        override suspend fun rawTryAcquire() = raw.tryWrite()?.let { LockGuard(it, name) }
     }
 
     /** Waits for a shared hold. */

@@ -11,7 +11,7 @@ class Semaphore internal constructor(private val raw: dev.baton.ffi.Semaphore) :
     /** The total number of permits. */
     val permits: Int get() = raw.permits().toInt()
 
-    override suspend fun rawAcquire(timeoutMs: Double?) = Permit(raw.acquire(1, timeoutMs))
+    override suspend fun rawAcquire(timeoutMs: Double) = Permit(raw.acquire(1, timeoutMs))
     override suspend fun rawTryAcquire() = raw.tryAcquire(1)?.let(::Permit)
 
     /** Waits for [count] permits at once, at most [timeout]. */
@@ -45,11 +45,11 @@ class PermitSemaphore internal constructor(private val raw: dev.baton.ffi.Permit
     /** The name. */
     val name: String get() = raw.name()
 
-    override suspend fun rawAcquire(timeoutMs: Double?) = Permit(raw.acquire(timeoutMs, null))
+    override suspend fun rawAcquire(timeoutMs: Double) = Permit(raw.acquire(timeoutMs, null))
     override suspend fun rawTryAcquire() = raw.tryAcquire()?.let(::Permit)
 
     /** Waits for a permit that expires [lease] after the grant unless extended. */
-    suspend fun acquireLease(lease: Duration): Permit = native { Permit(raw.acquire(null, lease.ms())) }
+    suspend fun acquireLease(lease: Duration): Permit = native { Permit(raw.acquire(Double.POSITIVE_INFINITY, lease.ms())) }
 
     /** Releases the permit [id], whoever acquired it (`NotHeld` if no live permit has it). */
     suspend fun release(id: String) = native { raw.release(id) }

@@ -401,6 +401,22 @@ async fn sentinel_trio() -> (OwnRedis, OwnRedis, OwnRedis) {
     .unwrap()
 }
 
+/// A client of the sentinels' master once they name a usable one: right after a failover a
+/// sentinel can still answer that it knows none (`MasterNameNotFoundBySentinel`) while the
+/// new master's flags settle. Bounded: 15 s.
+async fn connect_after_failover(url: &str) -> Client {
+    let t0 = Instant::now();
+    loop {
+        match Client::connect(url).await {
+            Ok(c) => return c,
+            Err(e) if e.kind() == ErrorKind::Connection && t0.elapsed() < Duration::from_secs(15) => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("no master after the failover within 15 s: {e}"),
+        }
+    }
+}
+
 /// Waits (≤ 30 s) until the sentinel names `port` as the master.
 async fn master_becomes(sentinel: &OwnRedis, port: u16) {
     let url = sentinel.url();
@@ -448,7 +464,7 @@ async fn sentinel_failover_keeps_working() {
     // Renewals go to the new master once one fails on the dead one.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!g.is_lost(), "the replicated hold was lost in the failover");
-    let other = Client::connect(&url).await.unwrap();
+    let other = connect_after_failover(&url).await;
     assert!(other.lock("held").try_acquire().await.unwrap().is_none(), "the new master lost the hold");
     let info = other.inspect("held").await.unwrap();
     assert_eq!(info.holders.first().map(|h| h.owner.as_str()), Some(g.owner()));
@@ -501,7 +517,7 @@ async fn sentinel_failover_loses_unreplicated_grant() {
     replica.signal("CONT");
     master_becomes(&sentinel, replica.port).await;
     tokio::time::timeout(Duration::from_secs(15), g.lost()).await.expect("no lost signal for the lost grant");
-    let other = Client::connect(&url).await.unwrap();
+    let other = connect_after_failover(&url).await;
     let g2 = other.lock("x").try_acquire().await.unwrap().expect("the lost grant still blocks");
     assert!(g2.token() > lost_token, "token {} after the failover; the lost grant had {lost_token}", g2.token());
     g2.release().await.unwrap();
@@ -552,7 +568,7 @@ async fn sentinel_wait_replicas_refuses_an_unreplicated_grant() {
     let g = g.expect("no confirmed grant within 20 s of the replica's return");
     master.kill();
     master_becomes(&sentinel, replica.port).await;
-    let other = Client::connect(&url.replace("&wait_replicas=1&wait_timeout=300ms", "")).await.unwrap();
+    let other = connect_after_failover(&url.replace("&wait_replicas=1&wait_timeout=300ms", "")).await;
     assert!(other.lock("w").try_acquire().await.unwrap().is_none(), "the confirmed grant survived the failover");
     assert!(!g.is_lost());
     g.release().await.unwrap();

@@ -171,6 +171,15 @@ impl RedisConfig {
         )?;
         let connect_timeout = url.duration_option("connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
         let wait = parse_wait(url)?;
+        if let Some(w) = wait
+            && w.timeout >= timeout
+        {
+            // WAIT holds the connection that long; the command timeout must outlast it.
+            return Err(Error::invalid_argument(format!(
+                "option `wait_timeout` of {url} must be shorter than `timeout` ({timeout:?}): WAIT holds the \
+                 connection until replicas confirm"
+            )));
+        }
         let sentinel_of = on_sentinel.then(|| parse_sentinel_path(url)).transpose()?;
         let topology = if cluster || sentinel_of.is_some() {
             let hosts = parse_hosts(url)?;
@@ -383,5 +392,7 @@ mod tests {
             assert!(e.to_string().contains("wait_timeout"), "{e}");
         }
         assert!(parse("redis://h?wait_timeout=1s").unwrap_err().to_string().contains("goes with `wait_replicas`"));
+        let e = parse("redis://h?timeout=1s&wait_replicas=1&wait_timeout=1s").unwrap_err();
+        assert!(e.to_string().contains("shorter than `timeout`"), "{e}");
     }
 }

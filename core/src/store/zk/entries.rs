@@ -114,6 +114,27 @@ pub(crate) async fn read(conn: &Conn, c: &zk::Client, dir: &str, kinds: &[Kind])
         .collect())
 }
 
+/// `holder`'s nodes under `dir` that `keep` accepts. When the session's server shows none,
+/// they are read again after a `sync`: a follower answers from its own copy, and the node
+/// may have been written through another server (a permit released by id from another
+/// client, an owner shared by two clients), so "none" read there may be stale.
+pub(crate) async fn of_holder(
+    conn: &Conn,
+    c: &zk::Client,
+    dir: &str,
+    kinds: &[Kind],
+    holder: &str,
+    keep: impl Fn(&Entry) -> bool,
+) -> Result<Vec<Entry>> {
+    let pick = |es: Vec<Entry>| es.into_iter().filter(|e| e.is(holder) && keep(e)).collect::<Vec<_>>();
+    let first = pick(read(conn, c, dir, kinds).await?);
+    if !first.is_empty() {
+        return Ok(first);
+    }
+    conn.caught_up(c, dir).await?;
+    Ok(pick(read(conn, c, dir, kinds).await?))
+}
+
 /// [`read`], with expired baton nodes deleted (each guarded on the version read).
 pub(crate) async fn live(conn: &Conn, c: &zk::Client, dir: &str, kinds: &[Kind]) -> Result<Vec<Entry>> {
     let es = read(conn, c, dir, kinds).await?;

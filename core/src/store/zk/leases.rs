@@ -29,7 +29,13 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Att
         return Err(Error::invalid_argument("a semaphore takes permits"));
     };
     let c = conn.client().await?;
-    let es = entries::live(conn, &c, dir, KINDS).await?;
+    let mut es = entries::live(conn, &c, dir, KINDS).await?;
+    if !req.enqueue && es.len() as u64 + u64::from(count) > u64::from(limit) {
+        // A "full" read from a follower may predate a release made through another
+        // server: a try answers busy only from a caught-up read.
+        conn.caught_up(&c, dir).await?;
+        es = entries::live(conn, &c, dir, KINDS).await?;
+    }
     let mine: Vec<&Entry> = es.iter().filter(|e| e.is(&req.holder)).collect();
     if let Some(first) = mine.first() {
         // Re-entry of one holder id, as the state machine: one more, same token.
@@ -111,7 +117,7 @@ async fn create_many(conn: &Conn, c: &zk::Client, dir: &str, data: &Data, n: u32
 /// `holder`'s lease nodes.
 async fn own(conn: &Conn, c: &zk::Client, dir: &str, holder: &str) -> Result<Vec<Entry>> {
     let now = conn.server_now();
-    Ok(entries::read(conn, c, dir, KINDS).await?.into_iter().filter(|e| e.is(holder) && !e.expired(now)).collect())
+    entries::of_holder(conn, c, dir, KINDS, holder, |e| !e.expired(now)).await
 }
 
 pub(crate) async fn renew(conn: &Conn, dir: &str, holder: &str, lease_ms: u64) -> Result<bool> {

@@ -95,11 +95,19 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
     let kind = q.kind_of(&req.mode);
     // The node this attempt created, if any: its grant is fresh, not a re-entry.
     let mut created: Option<i64> = None;
+    let mut synced = false;
     for _ in 0..RACES {
         let es = entries::live(conn, &c, &q.dir, q.kinds).await?;
         check_modes(&es, kind, req)?;
         let Some(i) = es.iter().position(|e| e.node.kind == kind && e.is(&req.holder)) else {
             if blocked(&es, es.len(), kind, writer_of(req)) && !req.enqueue {
+                // A "busy" read from a follower may predate a release made through
+                // another server: a try answers busy only from a caught-up read.
+                if !synced {
+                    conn.caught_up(&c, &q.dir).await?;
+                    synced = true;
+                    continue;
+                }
                 return Ok(Attempt::Busy { retry_ms: retry_ms(conn, &es, es.len()) });
             }
             // Optimistically written as held when nobody stands before it; the read after
@@ -115,6 +123,15 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
             continue;
         };
         let e = &es[i];
+        // The holder has an older node than the one this attempt created: the first read
+        // was stale (an owner shared with another client, whose node came through another
+        // server). The older node stands; the new one goes.
+        if let Some(dup) = created.and_then(|z| es.iter().find(|x| x.stat.czxid == z && x.stat.czxid != e.stat.czxid)) {
+            match conn.bounded(c.delete(&dup.path(&q.dir), None)).await {
+                Ok(()) | Err(zk::Error::NoNode) => created = None,
+                Err(x) => return Err(conn.err("delete a second node", x)),
+            }
+        }
         let Some(d) = e.data.clone() else { return Err(raced(conn)) };
         let path = e.path(&q.dir);
         let mine_now = created == Some(e.stat.czxid);
@@ -181,16 +198,15 @@ fn check_modes(es: &[Entry], kind: Kind, req: &Request) -> Result<()> {
     Ok(())
 }
 
-/// `holder`'s granted node in `q`.
-async fn own(conn: &Conn, c: &zk::Client, q: &Queue, holder: &str) -> Result<Option<Entry>> {
-    let es = entries::read(conn, c, &q.dir, q.kinds).await?;
-    Ok(es.into_iter().find(|e| e.is(holder)))
+/// `holder`'s node in `q`, granted (`held`) or waiting.
+async fn own(conn: &Conn, c: &zk::Client, q: &Queue, holder: &str, held: bool) -> Result<Option<Entry>> {
+    Ok(entries::of_holder(conn, c, &q.dir, q.kinds, holder, |e| e.held() == held).await?.into_iter().next())
 }
 
 /// Extends `holder`'s lease: its node's data rewritten (a new `mtime`).
 pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -> Result<bool> {
     let c = conn.client().await?;
-    let Some(e) = own(conn, &c, q, holder).await?.filter(Entry::held) else { return Ok(false) };
+    let Some(e) = own(conn, &c, q, holder, true).await? else { return Ok(false) };
     let Some(d) = e.data.clone() else { return Ok(false) };
     if e.expired(conn.server_now()) {
         return Ok(false);
@@ -202,8 +218,12 @@ pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -
             Ok(true)
         }
         Err(zk::Error::NoNode) => Ok(false),
-        // Changed meanwhile (a concurrent step of the same holder): read again.
-        Err(zk::Error::BadVersion) => Box::pin(renew(conn, q, holder, lease_ms)).await,
+        // Changed meanwhile (a concurrent step of the same holder, or a stale read of a
+        // node written through another server): read again, caught up.
+        Err(zk::Error::BadVersion) => {
+            conn.caught_up(&c, &q.dir).await?;
+            Box::pin(renew(conn, q, holder, lease_ms)).await
+        }
         Err(x) => Err(conn.err("renew", x)),
     }
 }
@@ -211,8 +231,12 @@ pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -
 /// Releases `count` holds of `holder` (`u32::MAX`: all).
 pub(crate) async fn release(conn: &Conn, q: &Queue, holder: &str, count: u32) -> Result<Released> {
     let c = conn.client().await?;
-    for _ in 0..RACES {
-        let Some(e) = own(conn, &c, q, holder).await?.filter(Entry::held) else { return Ok(Released::NotHeld) };
+    for race in 0..RACES {
+        // A lost race may have been a stale read of a node written through another server.
+        if race > 0 {
+            conn.caught_up(&c, &q.dir).await?;
+        }
+        let Some(e) = own(conn, &c, q, holder, true).await? else { return Ok(Released::NotHeld) };
         let Some(d) = e.data.clone() else { return Ok(Released::NotHeld) };
         if e.expired(conn.server_now()) {
             return Ok(Released::NotHeld);
@@ -236,7 +260,7 @@ pub(crate) async fn release(conn: &Conn, q: &Queue, holder: &str, count: u32) ->
 /// Gives up `holder`'s queue place (a waiting node), if any.
 pub(crate) async fn leave_queue(conn: &Conn, q: &Queue, holder: &str) -> Result<()> {
     let c = conn.client().await?;
-    if let Some(e) = own(conn, &c, q, holder).await?.filter(|e| !e.held()) {
+    if let Some(e) = own(conn, &c, q, holder, false).await? {
         match conn.bounded(c.delete(&e.path(&q.dir), Some(e.stat.version))).await {
             Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion) => {}
             Err(x) => return Err(conn.err("leave the queue", x)),

@@ -31,6 +31,43 @@ impl Data {
     }
 }
 
+/// A node this client wrote, as it wrote it (see `Conn::remember`).
+#[derive(Debug, Clone)]
+pub(crate) struct Mine {
+    /// Its full path.
+    pub(crate) path: String,
+    pub(crate) kind: Kind,
+    pub(crate) version: i32,
+    pub(crate) czxid: i64,
+    pub(crate) mtime: i64,
+    pub(crate) data: Data,
+    /// A waiting node whose only predecessor was seen deleted (`ZkSub`): first now, as
+    /// nodes behind it are newer.
+    pub(crate) first: bool,
+}
+
+impl Mine {
+    /// `e` after a write that left `stat` and `data` on it.
+    pub(crate) fn of(dir: &str, e: &Entry, stat: &zk::Stat, data: Data) -> Mine {
+        Mine {
+            path: e.path(dir),
+            kind: e.node.kind,
+            version: stat.version,
+            czxid: e.stat.czxid,
+            mtime: stat.mtime,
+            data,
+            first: false,
+        }
+    }
+
+    /// Held, and not past its lease at server time `now` (with 50 ms to spare for the
+    /// clock estimate: a hold that close to its end takes the reading path).
+    pub(crate) fn held_at(&self, now: i64) -> bool {
+        let lease = i64::try_from(self.data.lease_ms).unwrap_or(i64::MAX);
+        self.data.count > 0 && self.mtime.saturating_add(lease).saturating_sub(50) > now
+    }
+}
+
 /// One contender node, read.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
@@ -182,15 +219,23 @@ pub(crate) async fn delete_recording(conn: &Conn, c: &zk::Client, dir: &str, e: 
 }
 
 /// Creates `holder`'s ephemeral-sequential node `_c_<id>-<lock name>` under `dir`, making
-/// `dir` (a container, as Curator's `creatingParentContainersIfNeeded`) when missing.
-pub(crate) async fn create(conn: &Conn, c: &zk::Client, dir: &str, kind: Kind, data: &Data) -> Result<zk::Stat> {
+/// `dir` (a container, as Curator's `creatingParentContainersIfNeeded`) when missing; its
+/// stat and its name.
+pub(crate) async fn create(
+    conn: &Conn,
+    c: &zk::Client,
+    dir: &str,
+    kind: Kind,
+    data: &Data,
+) -> Result<(zk::Stat, String)> {
     let p = path::create_path(dir, &data.holder, kind);
     let opts = zk::CreateMode::EphemeralSequential.with_acls(conn.acls());
     for _ in 0..3 {
         match conn.bounded(c.create(&p, &data.bytes(), &opts)).await {
-            Ok((stat, _)) => {
+            Ok((stat, seq)) => {
                 conn.saw_mtime(stat.mtime);
-                return Ok(stat);
+                let name = format!("{}{seq}", p.rsplit('/').next().unwrap_or_default());
+                return Ok((stat, name));
             }
             Err(zk::Error::NoNode) => mkdir(conn, c, dir).await?,
             Err(e) => return Err(conn.err("create", e)),

@@ -206,8 +206,13 @@ impl Store for Zk {
                 Kind::Write => "write",
                 Kind::Lease => "permits",
             };
+            // A lock's or writer's node holds only where it stands first: a first attempt
+            // writes its node as held before it has listed the queue.
             let granted = match &e.data {
-                Some(d) => d.count > 0,
+                Some(d) => {
+                    d.count > 0
+                        && (matches!(e.node.kind, Kind::Read | Kind::Lease) || !blocked(&es, i, e.node.kind, None))
+                }
                 None => e.node.kind == Kind::Lease || !blocked(&es, i, e.node.kind, None),
             };
             if !granted {

@@ -12,8 +12,8 @@
 use zookeeper_client as zk;
 
 use super::conn::Conn;
-use super::entries::{self, Data, Entry};
-use super::path::Kind;
+use super::entries::{self, Data, Entry, Mine};
+use super::path::{self, Kind};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Released, Request, read_holder_of};
 
@@ -66,7 +66,10 @@ pub(crate) fn blocked(es: &[Entry], i: usize, kind: Kind, writer: Option<&str>) 
     let before = &es[..i.min(es.len())];
     match kind {
         Kind::Read => {
-            if writer.is_some_and(|w| es.iter().any(|e| e.node.kind == Kind::Write && e.is(w) && e.held())) {
+            // The handle's own writer holds (the write→read downgrade): it stands first. A
+            // writer's node further back is waiting, whatever its data says (a first
+            // attempt writes its node as held before it knows).
+            if writer.is_some_and(|w| es.first().is_some_and(|e| e.node.kind == Kind::Write && e.is(w) && e.held())) {
                 return false;
             }
             before.iter().any(|e| e.node.kind == Kind::Write)
@@ -90,21 +93,87 @@ fn writer_of(req: &Request) -> Option<&str> {
 }
 
 /// One acquire attempt (see `Store::acquire`).
+///
+/// A waiting lock or writer that knows of no node of its holder here starts as Curator
+/// does: it creates its node (as held) and lists the queue, and holds when nothing precedes
+/// it, two requests. Any other attempt, and one that finds others ahead, reads the queue
+/// with its nodes' data (`step`).
 pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Attempt> {
     let c = conn.client().await?;
     let kind = q.kind_of(&req.mode);
-    // The node this attempt created, if any: its grant is fresh, not a re-entry.
-    let mut created: Option<i64> = None;
+    let mut created = None;
+    if req.enqueue && kind != Kind::Read && !conn.knows(&q.dir, &req.holder) {
+        let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms };
+        let (stat, name) = entries::create(conn, &c, &q.dir, kind, &data).await?;
+        let children = match conn.bounded(c.list_children(&q.dir)).await {
+            Ok(v) => v,
+            Err(e) => return Err(conn.err("list", e)),
+        };
+        if path::contenders(&children, q.kinds).first().is_some_and(|n| n.name == name) {
+            let path = format!("{}/{name}", q.dir);
+            let m =
+                Mine { path, kind, version: stat.version, czxid: stat.czxid, mtime: stat.mtime, data, first: false };
+            conn.remember(&q.dir, &req.holder, m);
+            return Ok(Attempt::Granted { token: u64::try_from(stat.czxid).unwrap_or(0), count: 1, fresh: true });
+        }
+        // Others ahead (or a node of this holder already there): the reading steps decide,
+        // this node being the one this attempt created.
+        created = Some(stat.czxid);
+    }
+    // A waiter its subscription saw become first: its place becomes the hold, one write
+    // (Curator's waiter reads the children once more instead; baton must write the hold's
+    // lease), guarded on the place's version.
+    if let Some(m) = conn.forget(&q.dir, &req.holder).filter(|m| m.first && req.enqueue && kind != Kind::Read) {
+        let data = Data { count: 1, lease_ms: req.lease_ms, ..m.data.clone() };
+        match conn.bounded(c.set_data(&m.path, &data.bytes(), Some(m.version))).await {
+            Ok(stat) => {
+                conn.saw_mtime(stat.mtime);
+                let token = u64::try_from(m.czxid).unwrap_or(0);
+                conn.remember(
+                    &q.dir,
+                    &req.holder,
+                    Mine { version: stat.version, mtime: stat.mtime, data, first: false, ..m },
+                );
+                return Ok(Attempt::Granted { token, count: 1, fresh: true });
+            }
+            Err(zk::Error::BadVersion | zk::Error::NoNode) => {}
+            Err(x) => return Err(conn.err("grant", x)),
+        }
+    }
+    let r = step(conn, &c, q, kind, req, created).await;
+    if r.is_err() {
+        conn.forget(&q.dir, &req.holder);
+    }
+    r
+}
+
+/// Attempts that read the queue and its nodes' data first. `created`: the node this
+/// attempt already made, if any (its grant is fresh, not a re-entry). Records the holder's
+/// node when it holds or keeps its place.
+async fn step(
+    conn: &Conn,
+    c: &zk::Client,
+    q: &Queue,
+    kind: Kind,
+    req: &Request,
+    created: Option<i64>,
+) -> Result<Attempt> {
+    let mut created = created;
     let mut synced = false;
     for _ in 0..RACES {
-        let es = entries::live(conn, &c, &q.dir, q.kinds).await?;
-        check_modes(&es, kind, req)?;
+        let es = entries::live(conn, c, &q.dir, q.kinds).await?;
+        if let Err(e) = check_modes(&es, kind, req) {
+            if let Some(mine) = created.and_then(|z| es.iter().find(|x| x.stat.czxid == z)) {
+                drop_node(conn, c, &mine.path(&q.dir)).await?;
+            }
+            return Err(e);
+        }
         let Some(i) = es.iter().position(|e| e.node.kind == kind && e.is(&req.holder)) else {
             if blocked(&es, es.len(), kind, writer_of(req)) && !req.enqueue {
                 // A "busy" read from a follower may predate a release made through
                 // another server: a try answers busy only from a caught-up read.
                 if !synced {
-                    conn.caught_up(&c, &q.dir).await?;
+                    conn.caught_up(c, &q.dir).await?;
                     synced = true;
                     continue;
                 }
@@ -118,19 +187,18 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
                 count: u32::from(free),
                 lease_ms: if free { req.lease_ms } else { place_ms(req) },
             };
-            let stat = entries::create(conn, &c, &q.dir, kind, &data).await?;
+            let (stat, _) = entries::create(conn, c, &q.dir, kind, &data).await?;
             created = Some(stat.czxid);
             continue;
         };
         let e = &es[i];
-        // The holder has an older node than the one this attempt created: the first read
+        // The holder has an older node than the one this attempt created: a first read
         // was stale (an owner shared with another client, whose node came through another
-        // server). The older node stands; the new one goes.
+        // server), or a first attempt created its node without reading. The older node
+        // stands; the new one goes.
         if let Some(dup) = created.and_then(|z| es.iter().find(|x| x.stat.czxid == z && x.stat.czxid != e.stat.czxid)) {
-            match conn.bounded(c.delete(&dup.path(&q.dir), None)).await {
-                Ok(()) | Err(zk::Error::NoNode) => created = None,
-                Err(x) => return Err(conn.err("delete a second node", x)),
-            }
+            drop_node(conn, c, &dup.path(&q.dir)).await?;
+            created = None;
         }
         let Some(d) = e.data.clone() else { return Err(raced(conn)) };
         let path = e.path(&q.dir);
@@ -138,6 +206,7 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
         if !blocked(&es, i, kind, writer_of(req)) {
             let token = e.token();
             if d.count > 0 && mine_now {
+                conn.remember(&q.dir, &req.holder, Mine::of(&q.dir, e, &e.stat, d.clone()));
                 return Ok(Attempt::Granted { token, count: d.count, fresh: true });
             }
             let (count, fresh) = if d.count > 0 { (d.count.checked_add(1), false) } else { (Some(1), true) };
@@ -147,6 +216,7 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
             match conn.bounded(c.set_data(&path, &nd.bytes(), Some(e.stat.version))).await {
                 Ok(stat) => {
                     conn.saw_mtime(stat.mtime);
+                    conn.remember(&q.dir, &req.holder, Mine::of(&q.dir, e, &stat, nd));
                     return Ok(Attempt::Granted { token, count, fresh: fresh || mine_now });
                 }
                 Err(zk::Error::BadVersion | zk::Error::NoNode) => continue,
@@ -171,14 +241,27 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
         if d.count > 0 || stale || d.lease_ms != place {
             let nd = Data { count: 0, lease_ms: place, ..d };
             match conn.bounded(c.set_data(&path, &nd.bytes(), Some(e.stat.version))).await {
-                Ok(stat) => conn.saw_mtime(stat.mtime),
+                Ok(stat) => {
+                    conn.saw_mtime(stat.mtime);
+                    conn.remember(&q.dir, &req.holder, Mine::of(&q.dir, e, &stat, nd));
+                }
                 Err(zk::Error::BadVersion | zk::Error::NoNode) => continue,
                 Err(x) => return Err(conn.err("refresh the queue place", x)),
             }
+        } else {
+            conn.remember(&q.dir, &req.holder, Mine::of(&q.dir, e, &e.stat, d));
         }
         return Ok(Attempt::Busy { retry_ms: retry });
     }
     Err(raced(conn))
+}
+
+/// Deletes a node this attempt made and must not keep.
+async fn drop_node(conn: &Conn, c: &zk::Client, path: &str) -> Result<()> {
+    match conn.bounded(c.delete(path, None)).await {
+        Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+        Err(x) => Err(conn.err("delete a second node", x)),
+    }
 }
 
 /// The state machine's refusals: one holder id in two modes, and an upgrade.
@@ -206,6 +289,25 @@ async fn own(conn: &Conn, c: &zk::Client, q: &Queue, holder: &str, held: bool) -
 /// Extends `holder`'s lease: its node's data rewritten (a new `mtime`).
 pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -> Result<bool> {
     let c = conn.client().await?;
+    // Straight to the node as this client last wrote it; a version moved on (another
+    // client's step for a shared owner) reads the queue instead.
+    if let Some(m) = conn.forget(&q.dir, holder).filter(|m| m.held_at(conn.server_now())) {
+        let nd = Data { lease_ms, ..m.data.clone() };
+        match conn.bounded(c.set_data(&m.path, &nd.bytes(), Some(m.version))).await {
+            Ok(stat) => {
+                conn.saw_mtime(stat.mtime);
+                conn.remember(
+                    &q.dir,
+                    holder,
+                    Mine { version: stat.version, mtime: stat.mtime, data: nd, first: false, ..m },
+                );
+                return Ok(true);
+            }
+            Err(zk::Error::NoNode) => return Ok(false),
+            Err(zk::Error::BadVersion) => {}
+            Err(x) => return Err(conn.err("renew", x)),
+        }
+    }
     let Some(e) = own(conn, &c, q, holder, true).await? else { return Ok(false) };
     let Some(d) = e.data.clone() else { return Ok(false) };
     if e.expired(conn.server_now()) {
@@ -215,6 +317,7 @@ pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -
     match conn.bounded(c.set_data(&e.path(&q.dir), &nd.bytes(), Some(e.stat.version))).await {
         Ok(stat) => {
             conn.saw_mtime(stat.mtime);
+            conn.remember(&q.dir, holder, Mine::of(&q.dir, &e, &stat, nd));
             Ok(true)
         }
         Err(zk::Error::NoNode) => Ok(false),
@@ -231,6 +334,28 @@ pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -
 /// Releases `count` holds of `holder` (`u32::MAX`: all).
 pub(crate) async fn release(conn: &Conn, q: &Queue, holder: &str, count: u32) -> Result<Released> {
     let c = conn.client().await?;
+    // A lock's single hold, as this client last wrote it: one `multi` deletes the node
+    // (guarded on that version) and records its token (Curator's release: one delete). The
+    // record needs no read first: a lock's holds never overlap, so no smaller token can be
+    // released after a larger one (a holder whose node was deleted when its lease ended
+    // finds it gone). Anything else reads the queue.
+    if let Some(m) = conn.forget(&q.dir, holder) {
+        if m.kind == Kind::Lock
+            && m.data.count == 1
+            && (count == 1 || count == u32::MAX)
+            && m.held_at(conn.server_now())
+        {
+            let token = u64::try_from(m.czxid).unwrap_or(0);
+            let mut w = c.new_multi_writer();
+            w.add_delete(&m.path, Some(m.version)).map_err(|x| conn.err("release", x))?;
+            w.add_set_data(&q.dir, token.to_string().as_bytes(), None).map_err(|x| conn.err("record the token", x))?;
+            match conn.bounded(async { w.commit().await.map_err(zk::Error::from) }).await {
+                Ok(_) => return Ok(Released::Freed),
+                Err(zk::Error::NoNode | zk::Error::BadVersion) => {}
+                Err(x) => return Err(conn.err("release", x)),
+            }
+        }
+    }
     for race in 0..RACES {
         // A lost race may have been a stale read of a node written through another server.
         if race > 0 {
@@ -260,6 +385,7 @@ pub(crate) async fn release(conn: &Conn, q: &Queue, holder: &str, count: u32) ->
 /// Gives up `holder`'s queue place (a waiting node), if any.
 pub(crate) async fn leave_queue(conn: &Conn, q: &Queue, holder: &str) -> Result<()> {
     let c = conn.client().await?;
+    conn.forget(&q.dir, holder);
     if let Some(e) = own(conn, &c, q, holder, false).await? {
         match conn.bounded(c.delete(&e.path(&q.dir), Some(e.stat.version))).await {
             Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion) => {}

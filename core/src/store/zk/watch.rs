@@ -33,6 +33,9 @@ pub(crate) enum Target {
 pub(crate) struct ZkSub {
     conn: Arc<Conn>,
     target: Target,
+    /// A queue waiter's node had one predecessor, the watched node, when the watch was set:
+    /// its deletion makes the waiter first.
+    sole: bool,
     /// For a directory or a node: the zxid of its last change as last seen (`pzxid` of the
     /// children, `mzxid` of the data; 0 when absent), so a change between the subscription
     /// and the wait is not missed.
@@ -62,7 +65,7 @@ impl ZkSub {
                 zxid_of(&target, stat.as_ref())
             }
         };
-        Ok(ZkSub { conn, target, seen })
+        Ok(ZkSub { conn, target, seen, sole: false })
     }
 
     /// Whether the target changed since last seen (and remembers the change).
@@ -92,6 +95,9 @@ impl ZkSub {
                     Kind::Read => es[..i].iter().find(|e| e.node.kind == Kind::Write),
                     _ => es[..i].last(),
                 };
+                // Every node ahead of the waiter's own was created before it, so this
+                // session's read (after its own create) shows them all.
+                self.sole = *kind != Kind::Read && i == 1 && i < es.len();
                 let Some(p) = pred else { return Ok((NOW, None)) };
                 let left =
                     p.left_ms(conn.server_now()).map(|l| Duration::from_millis(u64::try_from(l.max(0)).unwrap_or(0)));
@@ -145,7 +151,13 @@ impl Subscription for ZkSub {
             Some(l) => until.min(Instant::now() + l + Duration::from_millis(5)),
             None => until,
         };
-        let _ = tokio::time::timeout_at(until, w.changed()).await;
+        if let Ok(ev) = tokio::time::timeout_at(until, w.changed()).await {
+            if let (true, zk::EventType::NodeDeleted, Target::Queue { q, holder: Some(h), .. }) =
+                (self.sole, ev.event_type, &self.target)
+            {
+                self.conn.now_first(&q.dir, h);
+            }
+        }
         Ok(())
     }
 }

@@ -101,3 +101,29 @@ pub async fn yardsticks(
     }
     total
 }
+
+/// The group a store's yardsticks are read against, on the store of `$var`: baton's
+/// `acquire_release` against `store_round` (the store's own requests for one uncontended
+/// cycle, as `Client::yardsticks` times them with the same client), and `handoff`
+/// against `store_first` (the first of those requests) and `store_first_paused` (that
+/// request after the hand-off's pause: a store's first request after a quiet spell is
+/// slower than in a busy loop, its threads and the CPUs having gone idle).
+pub fn yardstick_group(c: &mut criterion::Criterion, var: &str, group: &str) {
+    const NAME: &str = "bench/yardstick";
+    let Some(url) = store_url(var) else { return };
+    let rt = runtime();
+    let client = connect(&rt, &url);
+    let mut g = c.benchmark_group(group);
+    g.sample_size(20);
+    let lock = client.lock(&format!("bench/{group}/uncontended"));
+    g.bench_function("acquire_release", |b| b.iter_custom(|n| rt.block_on(acquire_release(&lock, n))));
+    let (rt, client) = (&rt, &client);
+    let yard = |op, pause| move |n| rt.block_on(yardsticks(client, NAME, op, pause, n));
+    g.bench_function("store_round", |b| b.iter_custom(yard(None, None)));
+    g.bench_function("store_first", |b| b.iter_custom(yard(Some(0), None)));
+    let handoff_name = format!("bench/{group}/handoff");
+    g.bench_function("handoff", |b| b.iter_custom(|n| rt.block_on(handoff(client, &handoff_name, n))));
+    g.bench_function("store_first_paused", |b| b.iter_custom(yard(Some(0), Some(SETTLE))));
+    g.finish();
+    rt.block_on(client.close());
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The rounds of `scripts/bench-peers` (``run``) and their report (``report``).
 
-  bench_peers.py run --out DIR --peers a,b --cli PATH --redis H:P --redlock H:P,… --etcd H:P
+  bench_peers.py run --out DIR --peers a,b --cli PATH --redis H:P --redlock H:P,… --etcd H:P --zk H:P
                      [--rounds N] [--duration S] [--iterations N] [--handoff-max K] [--sides rust,python,node]
   bench_peers.py report --out DIR
 
@@ -79,12 +79,12 @@ def rust_scenarios(report: Dict[str, Any]) -> Dict[str, Any]:
 class Runner:
     def __init__(self, a: argparse.Namespace) -> None:
         self.a = a
-        self.targets = {"redis": a.redis, "redlock": a.redlock, "etcd": a.etcd}
+        self.targets = {"redis": a.redis, "redlock": a.redlock, "etcd": a.etcd, "zk": a.zk}
         self.out = Path(a.out)
         self.rounds_file = self.out / "rounds.jsonl"
 
     def baton_url(self, store: str, query: str) -> str:
-        scheme = {"redis": "redis", "redlock": "redlock", "etcd": "etcd"}[store]
+        scheme = {"redis": "redis", "redlock": "redlock", "etcd": "etcd", "zk": "zk"}[store]
         url = f"{scheme}://{self.targets[store]}"
         return f"{url}?{query}" if query else url
 
@@ -496,6 +496,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("--redis", default="")
     r.add_argument("--redlock", default="")
     r.add_argument("--etcd", default="")
+    r.add_argument("--zk", default="")
     r.add_argument("--rounds", type=int, default=3)
     r.add_argument("--duration", type=float, default=3.0)
     r.add_argument("--iterations", type=int, default=10_000)

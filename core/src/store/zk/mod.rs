@@ -14,6 +14,8 @@
 
 mod config;
 mod conn;
+#[cfg(feature = "bench")]
+mod diagnostics;
 mod entries;
 mod latch;
 mod leases;
@@ -250,6 +252,11 @@ impl Store for Zk {
 
     async fn latch_count(&self, key: &Key) -> Result<u64> {
         latch::count(&self.conn, &Self::latch(key)?).await
+    }
+
+    #[cfg(feature = "bench")]
+    fn diagnostics(&self) -> Option<&dyn super::Diagnostics> {
+        Some(self)
     }
 
     async fn close(&self) {

@@ -44,6 +44,7 @@ mod set_nx_px_owned;
 mod setnx;
 mod setnx_expire;
 mod torture;
+mod zk_servers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +68,7 @@ pub use set_nx_px_owned::SetNxPxOwned;
 pub use setnx::Setnx;
 pub use setnx_expire::SetnxExpire;
 pub use torture::{Config, run};
+pub use zk_servers::{OwnZk, zookeeper_available};
 
 /// One client of one scheme on one lock name: the steps the harness drives.
 #[async_trait]
@@ -110,11 +112,14 @@ pub enum Scheme {
     Redisson,
     /// baton's `redlock://` lock over independent Redis nodes ([`BatonLock`]).
     Redlock,
+    /// baton's `zk://` lock on a 3-member ZooKeeper ensemble: Curator's ephemeral-sequential
+    /// queue, the grant's `czxid` as its token ([`BatonLock`]).
+    Zookeeper,
 }
 
 impl Scheme {
     /// Every scheme, from the simplest to baton's own (the order of the matrix).
-    pub const ALL: [Scheme; 8] = [
+    pub const ALL: [Scheme; 9] = [
         Scheme::Setnx,
         Scheme::SetnxExpire,
         Scheme::SetNxPx,
@@ -123,6 +128,7 @@ impl Scheme {
         Scheme::GetsetTimestamp,
         Scheme::Redisson,
         Scheme::Redlock,
+        Scheme::Zookeeper,
     ];
 
     /// The name `baton lab` prints.
@@ -136,6 +142,7 @@ impl Scheme {
             Scheme::GetsetTimestamp => "getset-timestamp",
             Scheme::Redisson => "redisson",
             Scheme::Redlock => "redlock",
+            Scheme::Zookeeper => "zookeeper",
         }
     }
 
@@ -167,6 +174,9 @@ impl Scheme {
                 "Redisson's hash lock with fencing tokens: safe and fenced on one node, lost with that node"
             }
             Scheme::Redlock => "Redlock over independent nodes with fencing tokens: survives a minority of nodes lost",
+            Scheme::Zookeeper => {
+                "ZooKeeper's ephemeral-sequential queue (Curator's), czxid tokens: a quorum's writes survive a member lost"
+            }
         }
     }
 
@@ -187,7 +197,7 @@ impl Scheme {
 
     /// Whether the scheme spans several independent nodes (the others live on one).
     pub fn multi_node(self) -> bool {
-        matches!(self, Scheme::Redlock)
+        matches!(self, Scheme::Redlock | Scheme::Zookeeper)
     }
 
     /// A client of this scheme on the lock `name` of the store(s) `urls` (one URL, or
@@ -209,7 +219,7 @@ impl Scheme {
             Scheme::SetNxPxOwned => Box::new(SetNxPxOwned::open(one()?, name, hooks).await?),
             Scheme::SetNxPxLua => Box::new(SetNxPxLua::open(one()?, name).await?),
             Scheme::GetsetTimestamp => Box::new(GetsetTimestamp::open(one()?, name, hooks, clock).await?),
-            Scheme::Redisson => Box::new(BatonLock::open(one()?, name).await?),
+            Scheme::Redisson | Scheme::Zookeeper => Box::new(BatonLock::open(one()?, name).await?),
             Scheme::Redlock => Box::new(BatonLock::open(&redlock_url(urls), name).await?),
         })
     }

@@ -259,7 +259,7 @@ impl Drop for OwnRedis {
 
 /// On Linux, the child gets SIGKILL when the thread that spawned it ends.
 #[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
+pub(crate) fn die_with_parent(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
@@ -271,7 +271,7 @@ fn die_with_parent(cmd: &mut Command) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
+pub(crate) fn die_with_parent(_cmd: &mut Command) {}
 
 fn free_port() -> Result<u16> {
     crate::port::free_loopback_port()

@@ -72,6 +72,9 @@ fn expected(scheme: Scheme) -> [Want; 5] {
         // baton's redlock:// (3 nodes of the lab's own): everything, fenced by the tokens'
         // max-register.
         Scheme::Redlock => [Kept; 5],
+        // baton's zk:// (a 3-member ensemble of the lab's own): everything; the leader's
+        // death loses no hold (a quorum's writes live on), and czxid tokens fence.
+        Scheme::Zookeeper => [Kept; 5],
     }
 }
 

@@ -12,11 +12,12 @@ use crate::url::{Source, StoreChoice};
 /// Run every Redis lock scheme through the same faults and print what each one keeps
 ///
 /// Schemes: setnx, setnx-expire, set-nx-px, set-nx-px-owned, set-nx-px-lua,
-/// getset-timestamp, redisson (baton's redis:// lock), redlock (baton's redlock://).
+/// getset-timestamp, redisson (baton's redis:// lock), redlock (baton's redlock://),
+/// zookeeper (baton's zk:// lock, on a 3-member ensemble of the lab's own).
 /// Faults: crashes between steps, holders paused past their ttl, late, racing and retried
 /// releases, a client clock jump, a restart without persistence, a replica promoted
-/// before replication. Columns: mutual exclusion, no deadlock after holder crash, no
-/// foreign unlock, survives one node loss, fenced.
+/// before replication, a ZooKeeper leader killed. Columns: mutual exclusion, no deadlock
+/// after holder crash, no foreign unlock, survives one node loss, fenced.
 ///
 /// The single-node faults run on --url, or $BATON_URL when it names Redis (lock names under
 /// `baton-lab:<random>`, deleted afterwards), else on a redis-server of the lab's own.

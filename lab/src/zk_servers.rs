@@ -106,6 +106,11 @@ impl OwnZk {
         }
     }
 
+    /// The client port of member `i`.
+    pub fn port(&self, i: usize) -> u16 {
+        self.members[i].0
+    }
+
     /// Kills member `i` (SIGKILL).
     pub fn kill(&mut self, i: usize) {
         if let Some(mut c) = self.members.get_mut(i).and_then(|m| m.1.take()) {

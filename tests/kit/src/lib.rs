@@ -13,7 +13,7 @@ mod etcd_cluster;
 mod relay;
 mod servers;
 
-pub use baton_lab::OwnRedis;
+pub use baton_lab::{OwnRedis, OwnZk};
 pub use etcd_cluster::OwnEtcdCluster;
 pub use relay::Relay;
 pub use servers::{Certs, SentinelSetup, TestServers, free_port, tools_present};

@@ -71,6 +71,16 @@ async fn etcd() {
 }
 
 #[tokio::test]
+async fn zookeeper() {
+    paused_holder_is_refused(&server_url("BATON_TEST_ZK_URL")).await;
+}
+
+#[tokio::test]
+async fn zookeeper_ensemble() {
+    paused_holder_is_refused(&server_url("BATON_TEST_ZK_ENSEMBLE_URL")).await;
+}
+
+#[tokio::test]
 async fn etcd_http() {
     paused_holder_is_refused(&server_url("BATON_TEST_ETCD_HTTP_URL")).await;
 }

@@ -84,7 +84,7 @@ impl Fence {
         self.ctx.check_open()?;
         self.ctx.backend.fence().ok_or_else(|| {
             Error::unsupported(format!(
-                "fenced writes need a store that compares and writes in one step (redis, etcd, SQL, memory); \
+                "fenced writes need a store that compares and writes in one step (redis, etcd, zk, SQL, memory); \
                  `{}://` is not one: write to the resource's own store",
                 self.ctx.url.scheme()
             ))

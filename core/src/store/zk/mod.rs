@@ -17,6 +17,7 @@ mod conn;
 #[cfg(feature = "bench")]
 mod diagnostics;
 mod entries;
+mod guarded;
 mod latch;
 mod leases;
 mod path;
@@ -256,6 +257,10 @@ impl Store for Zk {
 
     #[cfg(feature = "bench")]
     fn diagnostics(&self) -> Option<&dyn super::Diagnostics> {
+        Some(self)
+    }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
         Some(self)
     }
 

@@ -189,15 +189,22 @@ impl Redlock {
 }
 
 /// The fencing token and hold count of a granting round: a re-entry keeps the hold's
-/// token (the largest the nodes recorded); a fresh grant gets one above every counter.
+/// token; a fresh grant gets one above every counter.
+///
+/// The hold's token is the one most of the re-entry's nodes recorded, the smaller on a
+/// tie: the grant left its token on a quorum before it returned, so every re-entry's quorum
+/// meets it; a node whose answer came after that quorum granted later, with its own larger
+/// token (`max(counter + 1, TIME)`), until the grant's token is written back to it in the
+/// background — which another client's re-entry (an owner shared with it) does not wait
+/// for; and a node whose write-back failed keeps its own smaller one.
 fn granted(answers: &[Result<(Attempt, u64)>]) -> (u64, u32, bool) {
-    let mut reentry = None::<(u64, u32)>;
-    let (mut tokens, mut busy, mut count) = (Vec::new(), Vec::new(), 1);
+    let mut held = Vec::new();
+    let (mut tokens, mut busy, mut count, mut held_count) = (Vec::new(), Vec::new(), 1, 0);
     for a in answers.iter().flatten() {
         match a {
             (Attempt::Granted { token, count: c, fresh: false }, _) => {
-                let (t, k) = reentry.get_or_insert((0, 0));
-                (*t, *k) = ((*t).max(*token), (*k).max(*c));
+                held.push(*token);
+                held_count = held_count.max(*c);
             }
             (Attempt::Granted { token, count: c, fresh: true }, _) => {
                 tokens.push(*token);
@@ -206,10 +213,12 @@ fn granted(answers: &[Result<(Attempt, u64)>]) -> (u64, u32, bool) {
             (Attempt::Busy { .. }, counter) => busy.push(*counter),
         }
     }
-    match reentry {
-        Some((token, count)) => (token, count, false),
-        None => (quorum::fence(tokens, busy), count, true),
+    if held.is_empty() {
+        return (quorum::fence(tokens, busy), count, true);
     }
+    let votes = |t: &u64| held.iter().filter(|x| *x == t).count();
+    let token = held.iter().copied().max_by(|a, b| votes(a).cmp(&votes(b)).then(b.cmp(a))).unwrap_or(0);
+    (token, held_count, false)
 }
 
 #[cfg(test)]
@@ -223,5 +232,10 @@ mod tests {
         let down = || Err(Error::connection("down"));
         assert_eq!(granted(&[g(3, true), g(1, true), g(3, true), busy(5), down()]), (6, 1, true));
         assert_eq!(granted(&[g(4, false), g(4, false), g(1, true)]), (4, 1, false));
+        // A node that granted after the quorum, not yet written back, or whose write-back
+        // failed: the quorum's token.
+        assert_eq!(granted(&[g(9, false), g(4, false), g(4, false)]), (4, 1, false));
+        assert_eq!(granted(&[g(3, false), g(6, false), g(6, false)]), (6, 1, false));
+        assert_eq!(granted(&[g(9, false), g(10, false), g(4, false)]), (4, 1, false));
     }
 }

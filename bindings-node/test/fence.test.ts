@@ -10,7 +10,7 @@ import { label, rejectsWith, storeUrls, uniq } from './helpers.js';
 
 /** Stores without fenced writes: their fence calls reject with Unsupported. */
 function noFence(url: string): boolean {
-  return url.startsWith('redlock://') || url.startsWith('zk://');
+  return url.startsWith('redlock://');
 }
 
 for (const url of storeUrls('fence')) {

@@ -12,7 +12,7 @@ import pytest
 import baton
 
 #: Stores without fenced writes: their fence calls raise Unsupported.
-NO_FENCE = ("redlock", "zk")
+NO_FENCE = ("redlock",)
 
 
 def test_paused_holders_write_is_refused(url: str) -> None:

@@ -109,10 +109,16 @@ pub async fn yardsticks(
 /// request after the hand-off's pause: a store's first request after a quiet spell is
 /// slower than in a busy loop, its threads and the CPUs having gone idle).
 pub fn yardstick_group(c: &mut criterion::Criterion, var: &str, group: &str) {
+    if let Some(url) = store_url(var) {
+        yardstick_group_at(c, &url, group);
+    }
+}
+
+/// [`yardstick_group`] on the store at `url`.
+pub fn yardstick_group_at(c: &mut criterion::Criterion, url: &str, group: &str) {
     const NAME: &str = "bench/yardstick";
-    let Some(url) = store_url(var) else { return };
     let rt = runtime();
-    let client = connect(&rt, &url);
+    let client = connect(&rt, url);
     let mut g = c.benchmark_group(group);
     g.sample_size(20);
     let lock = client.lock(&format!("bench/{group}/uncontended"));

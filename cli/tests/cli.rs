@@ -395,6 +395,30 @@ fn bench_reports_every_scenario() {
     assert_eq!(scenarios[1]["tasks"], 64);
 }
 
+/// `--contended N` adds N tasks on one name; each cycle waits its turn, so none overlaps
+/// (memory:// hands the lock over in order) and the count is still bounded by --iterations.
+#[test]
+fn bench_contended_adds_tasks_on_one_name() {
+    let out = run_to_end(
+        baton()
+            .args(["bench", "--url", "memory://", "--json", "--iterations", "200", "--duration", "1s"])
+            .args(["--contended", "8"]),
+        Duration::from_secs(60),
+        "baton bench --contended",
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("bench --json prints JSON");
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let last = scenarios.last().unwrap();
+    assert_eq!(last["name"], "contended");
+    assert_eq!(last["tasks"], 8);
+    let ops = last["ops"].as_u64().unwrap();
+    assert!((8..=200).contains(&ops), "{last}");
+    let bad =
+        run_to_end(baton().args(["bench", "--url", "memory://", "--contended", "1"]), Duration::from_secs(30), "bad");
+    assert_eq!(bad.status.code(), Some(64), "--contended 1: {}", stderr(&bad));
+}
+
 /// `--runtime current-thread` and `--workers N` run the same scenarios and say so in the
 /// report; `--workers` without a multi-thread runtime is a usage error.
 #[test]

@@ -160,19 +160,29 @@ impl StoreUrl {
             Some(_) if !tls => Err(Error::invalid_argument(format!(
                 "option `ca` of {self} applies to TLS connections only: use {tls_schemes}"
             ))),
-            Some("") => Err(Error::invalid_argument(format!("option `ca` of {self} is empty"))),
-            Some(path) => {
-                let pem = std::fs::read(path).map_err(|e| {
-                    Error::invalid_argument(format!("option `ca` of {self}: cannot read the CA file `{path}`: {e}"))
-                })?;
-                if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
-                    return Err(Error::invalid_argument(format!(
-                        "option `ca` of {self}: `{path}` holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
-                    )));
-                }
-                Ok(Some(pem))
-            }
+            Some(_) => self.pem_file("ca").map(Some).map_err(Error::invalid_argument),
         }
+    }
+
+    /// The PEM certificates of the CA file that option `option` names, read and checked;
+    /// the error is the message, naming the option, the file and this URL (redacted).
+    #[cfg_attr(
+        not(any(feature = "redis", feature = "etcd", feature = "etcd-http", feature = "postgres", feature = "mysql")),
+        allow(dead_code)
+    )]
+    pub(crate) fn pem_file(&self, option: &str) -> std::result::Result<Vec<u8>, String> {
+        let path = self.option(option).unwrap_or_default();
+        if path.is_empty() {
+            return Err(format!("option `{option}` of {self} is empty"));
+        }
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("option `{option}` of {self}: cannot read the CA file `{path}`: {e}"))?;
+        if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+            return Err(format!(
+                "option `{option}` of {self}: `{path}` holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+            ));
+        }
+        Ok(pem)
     }
 
     /// What names the store itself: scheme, hosts and path, without credentials or

@@ -17,25 +17,11 @@ use std::time::Duration;
 
 use baton::{Client, LockOptions};
 use baton_testkit::behaviour::{bounded, crash::server_url, unique};
-use baton_testkit::{OwnEtcdCluster, Relay, tools_present};
+use baton_testkit::{OwnEtcdCluster, Relay, target_of, tools_present};
 use tokio::time::Instant;
 
 const LEASE: Duration = Duration::from_secs(3);
 const RENEW: Duration = Duration::from_secs(1);
-
-/// `host:port` of a URL's first host.
-fn addr(url: &str) -> SocketAddr {
-    let rest = url.split_once("://").unwrap().1;
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    let host = rest.split(['/', '?', ',']).next().unwrap();
-    host.parse().unwrap()
-}
-
-/// `url` with its first host replaced by the relay's.
-fn via(url: &str, relay: &Relay) -> String {
-    let a = addr(url);
-    url.replacen(&a.to_string(), &format!("127.0.0.1:{}", relay.port), 1)
-}
 
 /// Three trials of: hold through `relay`, cut it, wait for the waiter's grant; the
 /// holder's lost signal must have fired before the waiter's successful attempt was sent.
@@ -89,30 +75,30 @@ async fn cut_holder(store: &str, holder_url: &str, waiter_url: &str, relay: &Rel
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis() {
     let url = server_url("BATON_TEST_REDIS_URL");
-    let relay = Relay::start(addr(&url)).await;
-    cut_holder("redis", &via(&url, &relay), &url, &relay).await;
+    let relay = Relay::start(target_of(&url)).await;
+    cut_holder("redis", &relay.via(&url), &url, &relay).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_single_node() {
     let nodes = server_url("BATON_TEST_REDLOCK_URL");
-    let node = format!("redlock://{}", addr(&nodes));
-    let relay = Relay::start(addr(&node)).await;
-    cut_holder("redlock", &via(&node, &relay), &node, &relay).await;
+    let node = format!("redlock://{}", target_of(&nodes));
+    let relay = Relay::start(target_of(&node)).await;
+    cut_holder("redlock", &relay.via(&node), &node, &relay).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres() {
     let url = server_url("BATON_TEST_POSTGRES_URL");
-    let relay = Relay::start(addr(&url)).await;
-    cut_holder("postgres", &via(&url, &relay), &url, &relay).await;
+    let relay = Relay::start(target_of(&url)).await;
+    cut_holder("postgres", &relay.via(&url), &url, &relay).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql() {
     let url = server_url("BATON_TEST_MYSQL_URL");
-    let relay = Relay::start(addr(&url)).await;
-    cut_holder("mysql", &via(&url, &relay), &url, &relay).await;
+    let relay = Relay::start(target_of(&url)).await;
+    cut_holder("mysql", &relay.via(&url), &url, &relay).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,10 +45,6 @@ impl Drop for Cluster {
     }
 }
 
-fn endpoints(members: &[(String, u16, u16)]) -> String {
-    members.iter().map(|(_, c, _)| format!("127.0.0.1:{c}")).collect::<Vec<_>>().join(",")
-}
-
 fn start(members: &[(String, u16, u16)]) -> Cluster {
     let dir = tempfile::tempdir().unwrap();
     let initial = members.iter().map(|(n, _, p)| format!("{n}=http://127.0.0.1:{p}")).collect::<Vec<_>>().join(",");
@@ -77,28 +73,7 @@ fn start(members: &[(String, u16, u16)]) -> Cluster {
 /// The index of the leader (`etcdctl endpoint status`), once every one of `members`
 /// answers and one of them leads.
 fn leader(members: &[(String, u16, u16)]) -> Option<usize> {
-    let out = Command::new("etcdctl")
-        .env("ETCDCTL_API", "3")
-        .args([
-            &format!("--endpoints={}", endpoints(members)),
-            "--command-timeout=2s",
-            "endpoint",
-            "status",
-            "-w",
-            "json",
-        ])
-        .output()
-        .ok()?;
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let arr = j.as_array().filter(|a| a.len() == members.len())?;
-    arr.iter()
-        .position(|m| {
-            m["Status"]["leader"].as_u64().is_some() && m["Status"]["leader"] == m["Status"]["header"]["member_id"]
-        })
-        .and_then(|i| {
-            let ep = arr[i]["Endpoint"].as_str()?;
-            members.iter().position(|(_, c, _)| ep.ends_with(&format!(":{c}")))
-        })
+    baton_testkit::etcd_leader(&members.iter().map(|(_, c, _)| *c).collect::<Vec<_>>())
 }
 
 /// Starts three members of this test's own and waits until all three answer and one

@@ -6,7 +6,10 @@
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, FencingToken, LockOptions};
+use baton_testkit::behaviour::bounded;
 use baton_testkit::behaviour::crash::server_url;
+use baton_testkit::{Relay, target_of};
+use tokio::time::Instant;
 
 fn unique(tag: &str) -> String {
     format!("fence-test/{tag}/{}", uuid::Uuid::new_v4().simple())
@@ -167,4 +170,60 @@ async fn statements_on_other_stores_are_unsupported() {
     let c = Client::connect("memory://").await.unwrap();
     let e = c.fence().execute("UPDATE t SET a = 1", FencingToken::new(1)).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+}
+
+/// A fenced statement whose route to the database is lost while it runs (it waits on a row
+/// another session holds; the relay then black-holes the route: nothing answers, nothing
+/// is closed) ends with a `Connection` error within the SQL step bound, as a lock step
+/// does, instead of awaiting a reply that never comes.
+async fn cut_route_ends(url: &str) {
+    use sqlx::Connection;
+    let relay = Relay::start(target_of(url)).await;
+    let c = Client::connect(&relay.via(url)).await.unwrap();
+    let table = format!("fence_cut_{}", uuid::Uuid::new_v4().simple());
+    run(url, &CREATE.replace("TABLE_NAME", &table)).await;
+    run(url, &format!("INSERT INTO {table} (item, n) VALUES (1, 10)")).await;
+    let (lock_row, sell) = (
+        format!("SELECT n FROM {table} WHERE item = 1 FOR UPDATE"),
+        format!("UPDATE {table} SET n = n - 1 WHERE item = 1"),
+    );
+    let fence = c.fence();
+    let t0 = Instant::now();
+    // Bound: the 20 s step bound, with room for a loaded machine.
+    let blocked = bounded(
+        "a fenced statement on a cut route",
+        Duration::from_secs(45),
+        fence.execute(&sell, FencingToken::new(1)),
+    );
+    macro_rules! with_row_held {
+        ($conn:ty) => {{
+            let mut b = <$conn>::connect(url).await.unwrap();
+            let mut tx = b.begin().await.unwrap();
+            sqlx::query(&lock_row).execute(&mut *tx).await.unwrap();
+            let cut = async {
+                // The statement is sent and waits on the row by now (loopback: milliseconds).
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                relay.cut();
+                tx.commit().await.unwrap();
+            };
+            tokio::join!(blocked, cut).0
+        }};
+    }
+    let r = if url.starts_with("postgres") {
+        with_row_held!(sqlx::PgConnection)
+    } else {
+        with_row_held!(sqlx::MySqlConnection)
+    };
+    let took = t0.elapsed();
+    eprintln!("{url}: a fenced statement on a cut route ended after {took:?}");
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{url}: {e}");
+    relay.heal();
+    run(url, &format!("DROP TABLE {table}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_cut_route_ends() {
+    let (pg, my) = (server_url("BATON_TEST_POSTGRES_URL"), server_url("BATON_TEST_MYSQL_URL"));
+    tokio::join!(cut_route_ends(&pg), cut_route_ends(&my));
 }

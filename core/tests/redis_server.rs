@@ -4,7 +4,7 @@
 //! `openssl`, `?ca=`), ACL users and wrong passwords.
 #![cfg(feature = "redis")]
 
-use baton_testkit::{Certs, OwnRedis, SentinelSetup, TestServers, tools_present};
+use baton_testkit::{Certs, OwnRedis, SentinelSetup, TestServers, master_becomes, sentinel_trio, tools_present};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind};
@@ -377,30 +377,6 @@ async fn connection_cut_mid_acquire_leaves_no_orphan() {
     }
 }
 
-/// A master, its replica and a sentinel of the test's own, replication up and known to
-/// the sentinel (bounded: 20 s).
-async fn sentinel_trio() -> (OwnRedis, OwnRedis, OwnRedis) {
-    tokio::task::spawn_blocking(|| {
-        let master = OwnRedis::start_blocking();
-        let replica = OwnRedis::start_replica_of_port(master.port);
-        let sentinel = OwnRedis::start_sentinel(master.port, 1000);
-        let t0 = std::time::Instant::now();
-        loop {
-            let info: String = redis::cmd("INFO").arg("replication").query(&mut master.admin()).unwrap();
-            let replicas: Vec<redis::Value> =
-                redis::cmd("SENTINEL").arg(&["REPLICAS", "mymaster"]).query(&mut sentinel.admin()).unwrap_or_default();
-            if info.contains("connected_slaves:1") && info.contains("state=online") && !replicas.is_empty() {
-                break;
-            }
-            assert!(t0.elapsed() < Duration::from_secs(20), "replication not up: {info}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        (master, replica, sentinel)
-    })
-    .await
-    .unwrap()
-}
-
 /// A client of the sentinels' master once they name a usable one: right after a failover a
 /// sentinel can still answer that it knows none (`MasterNameNotFoundBySentinel`) while the
 /// new master's flags settle. Bounded: 15 s.
@@ -414,29 +390,6 @@ async fn connect_after_failover(url: &str) -> Client {
             }
             Err(e) => panic!("no master after the failover within 15 s: {e}"),
         }
-    }
-}
-
-/// Waits (≤ 30 s) until the sentinel names `port` as the master.
-async fn master_becomes(sentinel: &OwnRedis, port: u16) {
-    let url = sentinel.url();
-    let t0 = Instant::now();
-    loop {
-        // Errors (a busy sentinel mid-failover) count as "not yet".
-        let addr: Vec<String> =
-            match redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await {
-                Ok(mut con) => redis::cmd("SENTINEL")
-                    .arg(&["GET-MASTER-ADDR-BY-NAME", "mymaster"])
-                    .query_async(&mut con)
-                    .await
-                    .unwrap_or_default(),
-                Err(_) => Vec::new(),
-            };
-        if addr.get(1).map(String::as_str) == Some(&port.to_string()) {
-            return;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "no failover to {port}: sentinel says {addr:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -1,31 +1,23 @@
 //! `redlock://` with nodes failing: five redis-server processes of the test's own on
-//! free ports (never the shared 7001–7005 of `scripts/services`), killed and restarted
-//! here. Shows the quorum (2 of 5 down: granted; 3 of 5 down: a clear error, never a
-//! grant), the watchdog renewing on a quorum, fencing tokens that keep growing across
+//! free ports (never the shared 7001–7005 of `scripts/services`), killed, frozen
+//! (SIGSTOP) and restarted here. Shows the quorum (2 of 5 down or frozen: granted, a frozen
+//! node bounded by the node timeout; 3 of 5: a clear error, never a grant), the watchdog renewing on a quorum, fencing tokens that keep growing across
 //! nodes restarted empty, and the rule for restarting a crashed node (after one
 //! TTL, not at once).
 #![cfg(feature = "redlock")]
 
-use baton_testkit::{OwnRedis, TestServers, behaviour, tools_present};
+use baton_testkit::{OwnRedis, TestServers, behaviour, redlock_url, tools_present};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind, LockOptions};
 use behaviour::{bounded, eventually, unique};
 use tokio::time::Instant;
 
-/// Five fresh, empty nodes and the `redlock://` URL over them. The node timeout is set
-/// (500 ms: far above a loaded machine's usual stalls) so that the checks do not depend
-/// on the lease-derived default.
+/// Five fresh, empty nodes and the `redlock://` URL over them (`redlock_url`).
 fn five() -> (Vec<OwnRedis>, String) {
     let nodes: Vec<OwnRedis> = (0..5).map(|_| OwnRedis::start_blocking()).collect();
-    let hosts: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
-    let url = format!("redlock://{}?node_timeout=500ms&retry_delay=20ms&retry_jitter=20ms", hosts.join(","));
+    let url = redlock_url(&nodes);
     (nodes, url)
-}
-
-/// Whether node `n` holds `name` as Redisson's lock hash.
-fn holds(n: &OwnRedis, name: &str) -> bool {
-    redis::cmd("EXISTS").arg(name).query::<i64>(&mut n.admin()).unwrap() == 1
 }
 
 /// Two of five nodes down: a quorum (3) is left; acquire, extend and release work, and
@@ -42,17 +34,17 @@ async fn two_of_five_down_still_grants() {
     let name = unique("rl-two-down");
     let g = bounded("acquire with 2 of 5 down", Duration::from_secs(10), c.lock(&name).acquire()).await.unwrap();
     for i in [1, 2, 4] {
-        assert!(holds(&nodes[i], &name), "node {i} holds the grant");
+        assert!(nodes[i].exists(&name), "node {i} holds the grant");
     }
     g.extend(Duration::from_secs(30)).await.expect("extend on a quorum");
     g.release().await.unwrap();
-    assert!(![1, 2, 4].iter().any(|i| holds(&nodes[*i], &name)), "released everywhere");
+    assert!(![1, 2, 4].iter().any(|i| nodes[*i].exists(&name)), "released everywhere");
 
     // The watchdog (lease 2 s, renewed every ~667 ms) keeps the lock past two leases.
     let wd = c.lock_with(&name, LockOptions::new().lease(Duration::from_secs(2))).acquire().await.unwrap();
     tokio::time::sleep(Duration::from_millis(4500)).await;
     assert!(!wd.is_lost(), "the watchdog renews on the 3 nodes left");
-    assert!(holds(&nodes[1], &name));
+    assert!(nodes[1].exists(&name));
     wd.release().await.unwrap();
 }
 
@@ -88,9 +80,115 @@ async fn three_of_five_down_never_grants() {
     let e = c.lock(&name).try_acquire().await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     // The two nodes that granted gave it back.
-    assert!(!holds(&nodes[1], &name) && !holds(&nodes[3], &name), "a partial grant stayed on a node");
+    assert!(!nodes[1].exists(&name) && !nodes[3].exists(&name), "a partial grant stayed on a node");
     // The watchdog cannot renew on a quorum: the lock is lost by the end of its lease.
     bounded("watchdog lock lost without a quorum", Duration::from_secs(10), wd.lost()).await;
+}
+
+/// Nodes frozen (SIGSTOP) rather than killed: their sockets stay open and simply never
+/// answer, so only the per-node timeout bounds each step. Two of five frozen: the grant
+/// comes from the other three within a few node timeouts, and extend and release work
+/// there. Three frozen: a clear `Connection` error within the acquire's bound, never a
+/// grant. Once thawed, the frozen nodes run the steps queued for them in order (the late
+/// acquire, then the release or the give-back after it), so no node is left holding, and
+/// the lock is granted and released again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frozen_nodes_are_bounded_by_the_node_timeout() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let (nodes, url) = five();
+    let c = Client::connect(&url).await.unwrap();
+    let name = unique("rl-frozen");
+    for i in [0, 3] {
+        nodes[i].signal("STOP");
+    }
+    let t0 = Instant::now();
+    let g = bounded("acquire with 2 of 5 frozen", Duration::from_secs(10), c.lock(&name).acquire()).await.unwrap();
+    // Bound: one attempt waits out the 500 ms node timeout on the frozen two; 3 s leaves
+    // room for a loaded 2-core machine. Without the node timeout it would hang for good.
+    assert!(t0.elapsed() < Duration::from_secs(3), "granted after {:?}", t0.elapsed());
+    for i in [1, 2, 4] {
+        assert!(nodes[i].exists(&name), "node {i} holds the grant");
+    }
+    g.extend(Duration::from_secs(30)).await.expect("extend on the three that answer");
+    g.release().await.unwrap();
+    assert!(![1, 2, 4].iter().any(|i| nodes[*i].exists(&name)), "released on the three that answer");
+
+    nodes[4].signal("STOP");
+    let other = unique("rl-frozen-no-quorum");
+    let t0 = Instant::now();
+    let e = c.lock(&other).acquire_timeout(Duration::from_secs(2)).await.unwrap_err();
+    // Bound as in `three_of_five_down_never_grants`: the timeout, one attempt bounded by
+    // the node timeout, and margin for a loaded machine.
+    assert!(t0.elapsed() < Duration::from_secs(6), "took {:?}", t0.elapsed());
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.to_string().contains("no quorum to acquire"), "{e}");
+    assert!(!nodes[1].exists(&other) && !nodes[2].exists(&other), "a partial grant stayed on a node");
+
+    for i in [0, 3, 4] {
+        nodes[i].signal("CONT");
+    }
+    // The thawed nodes run what was queued for them: grants that came too late are given
+    // back after them. Bound: the nodes answer within milliseconds once thawed; 10 s for
+    // the give-backs still running in the background on a loaded machine.
+    eventually("no node holds either name after the thaw", Duration::from_secs(10), || async {
+        !(0..5).any(|i| nodes[i].exists(&name) || nodes[i].exists(&other))
+    })
+    .await;
+    let g = bounded("acquire after the thaw", Duration::from_secs(5), c.lock(&other).acquire()).await.unwrap();
+    assert!((0..5).filter(|i| nodes[*i].exists(&other)).count() >= 3, "a grant without a quorum holding it");
+    g.release().await.unwrap();
+    eventually("released everywhere after the thaw", Duration::from_secs(10), || async {
+        !(0..5).any(|i| nodes[i].exists(&other))
+    })
+    .await;
+    c.close().await;
+}
+
+/// A permit released by id from another client while one node is slow (frozen for
+/// 400 ms, well within the node timeout): the grant returns only once every node answered,
+/// the slow one too, so the release from the other client's connection reaches each node
+/// after the grant there. Were the grant returned on the first quorum (4 of 5), the
+/// release could run on the slow node before the grant it gives back, which would then
+/// stay held there and be found by a second release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permit_released_by_id_elsewhere_stays_released_on_a_slow_node() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let (nodes, url) = five();
+    let url = url.replace("node_timeout=500ms", "node_timeout=3s");
+    let (a, b) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
+    let name = unique("rl-slow-permit");
+    // The zset of held permits (`RPermitExpirableSemaphore`'s `{N}:timeout`).
+    let key = format!("{{semaphore:{name}}}:timeout");
+    let sem = a.permit_semaphore(&name, 2);
+    nodes[0].signal("STOP");
+    let thaw = {
+        let pid = nodes[0].pid().expect("running");
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            let ok = std::process::Command::new("kill").args(["-CONT", &pid.to_string()]).status().unwrap().success();
+            assert!(ok, "kill -CONT {pid}");
+        })
+    };
+    let p = bounded("acquire with a slow node", Duration::from_secs(10), sem.acquire()).await.unwrap();
+    thaw.join().unwrap();
+    assert!(nodes[0].exists(&key), "the grant returned before the slow node answered");
+    let id = p.id().to_owned();
+    std::mem::forget(p);
+    b.permit_semaphore(&name, 2).release(&id).await.unwrap();
+    let e = b.permit_semaphore(&name, 2).release(&id).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
+    // Bound: the release's steps not waited for end within milliseconds; 10 s for a
+    // loaded machine.
+    eventually("no node holds the permit", Duration::from_secs(10), || async {
+        !(0..5).any(|i| nodes[i].exists(&key))
+    })
+    .await;
+    a.close().await;
+    b.close().await;
 }
 
 /// Fencing tokens strictly grow across grants while nodes are restarted empty between

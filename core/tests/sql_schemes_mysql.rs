@@ -13,6 +13,25 @@ use baton::Client;
 use baton_testkit::behaviour::{bounded, unique, with_option};
 use sqlx::Connection;
 
+/// The session id of a plain connection (`table_cut_mid_acquire`).
+const SESSION_ID: &str = "SELECT CAST(CONNECTION_ID() AS SIGNED)";
+
+/// Statements waiting on the blocker's row (`table_cut_mid_acquire`; `{blocker}`: its
+/// connection id, unused here). MariaDB lists such an autocommit insert in its process list
+/// (`Update`), not always in `innodb_trx`; a second of it tells it from other clients'
+/// inserts running by.
+const LOCK_WAITS: &str = "SELECT COUNT(*) FROM information_schema.processlist \
+                          WHERE state = 'Update' AND time >= 1 AND info LIKE 'INSERT IGNORE INTO `baton_lock`%'";
+
+/// Steps waiting on a row lock (`state_cut_mid_acquire`; `{blocker}` unused): as for
+/// `LOCK_WAITS`, MariaDB lists a step's `SELECT … FOR UPDATE` waiting on a row lock in its
+/// process list (`Statistics`) but not in `innodb_trx` or `innodb_lock_waits`. Another
+/// client's step waiting meanwhile on the shared server (`cut_holder` runs beside this file
+/// in CI) can only make the test cut before A's step waits: then A's `SELECT` is held in
+/// the relay, which the test's checks also hold for (a weaker trial, never a false failure).
+const STATE_LOCK_WAITS: &str = "SELECT COUNT(*) FROM information_schema.processlist \
+                                WHERE time >= 1 AND info LIKE 'SELECT state, version, %FOR UPDATE'";
+
 server_schemes!("BATON_TEST_MYSQL_URL", sqlx::MySqlConnection);
 
 #[tokio::test]
@@ -169,5 +188,55 @@ async fn advisory_interop_with_plain_sql() {
         .unwrap();
     assert!(used.is_some(), "a long name is held as baton:<md5>");
     g.release().await.unwrap();
+    c.close().await;
+}
+
+/// A try never waits inside the database, not even on a name's first use: a session that
+/// made the row and holds it (here a plain one, its insert not yet committed; in the lab,
+/// another first-time contender between baton's count and insert) makes the `INSERT
+/// IGNORE` of the row wait for its lock, up to `innodb_lock_wait_timeout` (50 s) before
+/// the fix, which runs that insert with no lock wait (the row exists: busy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn for_update_try_never_waits_on_a_row_made_and_held_by_another() {
+    let c = Client::connect(&url("for-update")).await.unwrap();
+    let name = unique("first-use");
+    let mut sql = raw().await;
+    sqlx::query("BEGIN").execute(&mut sql).await.unwrap();
+    sqlx::query("INSERT INTO baton_row_lock (name) VALUES (?)").bind(&name).execute(&mut sql).await.unwrap();
+    let got = bounded("a try beside a held first row", Duration::from_secs(10), c.lock(&name).try_acquire()).await;
+    assert!(got.unwrap().is_none(), "granted while another session holds the row");
+    sqlx::query("COMMIT").execute(&mut sql).await.unwrap();
+    let g = c.lock(&name).try_acquire().await.unwrap().expect("free once the session committed");
+    g.release().await.unwrap();
+    sql.close().await.unwrap();
+    c.close().await;
+}
+
+/// A first insert that meets a gap lock does not make a missing row look present: a plain
+/// session's locking read of the missing row locks the gap where it would go, so baton's
+/// no-wait insert of the row fails (busy); once that session ends, baton makes the row and
+/// takes the lock. Before the fix the row was remembered as there, and every later attempt
+/// in that client was busy for good (CI: a multi-lock on a fresh table never granted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn for_update_gap_lock_never_fakes_a_row() {
+    let c = Client::connect(&url("for-update")).await.unwrap();
+    let name = unique("gap");
+    let mut sql = raw().await;
+    let mut tx = sql.begin().await.unwrap();
+    let found = sqlx::query("SELECT name FROM baton_row_lock WHERE name = ? FOR UPDATE")
+        .bind(&name)
+        .fetch_optional(&mut *tx)
+        .await
+        .unwrap();
+    assert!(found.is_none(), "the name is new");
+    let got = bounded("a try beside a gap lock", Duration::from_secs(10), c.lock(&name).try_acquire()).await;
+    assert!(got.unwrap().is_none(), "granted without the row");
+    tx.commit().await.unwrap();
+    let g = bounded("a try once the gap is free", Duration::from_secs(10), c.lock(&name).try_acquire())
+        .await
+        .unwrap()
+        .expect("free once the plain session ended");
+    g.release().await.unwrap();
+    sql.close().await.unwrap();
     c.close().await;
 }

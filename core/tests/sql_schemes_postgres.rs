@@ -14,6 +14,16 @@ use baton::Client;
 use baton_testkit::behaviour::{bounded, unique, with_option};
 use sqlx::Connection;
 
+/// The session id of a plain connection (`table_cut_mid_acquire`).
+const SESSION_ID: &str = "SELECT pg_backend_pid()::bigint";
+
+/// Statements waiting on the blocker's row (`table_cut_mid_acquire`; `{blocker}`: its
+/// backend's pid).
+const LOCK_WAITS: &str = "SELECT COUNT(*) FROM pg_stat_activity WHERE {blocker} = ANY(pg_blocking_pids(pid))";
+
+/// The same for `state_cut_mid_acquire`.
+const STATE_LOCK_WAITS: &str = LOCK_WAITS;
+
 server_schemes!("BATON_TEST_POSTGRES_URL", sqlx::PgConnection);
 
 #[tokio::test]

@@ -230,3 +230,38 @@ async fn vanished_waiter_node_is_skipped() {
     g.release().await.unwrap();
     r.release().await.unwrap();
 }
+
+/// `zks://`: TLS to ZooKeeper's `secureClientPort` (a standalone server of this test's
+/// own, certificates made here), with the CA of `?ca=`, and with a client certificate when
+/// the server asks for one (`ssl.clientAuth=need`, ZooKeeper's default); a client that
+/// does not trust the server's certificate gets no session; TLS options on `zk://` are
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_ca_and_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = baton_testkit::Certs::generate(dir.path(), "zk");
+    let other = baton_testkit::Certs::generate(dir.path(), "other");
+    let (ca, cert, key) = (certs.ca.display(), certs.cert.display(), certs.key.display());
+    for client_auth in [false, true] {
+        let (_zk, port) = baton_testkit::OwnZk::start_tls(certs.files(), client_auth).await.unwrap();
+        let ident = if client_auth { format!("&cert={cert}&key={key}") } else { String::new() };
+        let url = format!("zks://127.0.0.1:{port}?ca={ca}{ident}");
+        let c = Client::connect(&url).await.unwrap();
+        let name = unique("tls");
+        let g = c.lock(&name).acquire().await.unwrap();
+        assert_eq!(c.lock(&name).inspect().await.unwrap().holders.len(), 1, "{url}");
+        g.release().await.unwrap();
+        c.close().await;
+        let untrusted =
+            format!("zks://127.0.0.1:{port}?ca={}{ident}&connect_timeout=1s&session_timeout=2s", other.ca.display());
+        let e = Client::connect(&untrusted).await.expect_err("a session without trusting the server");
+        assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+        if client_auth {
+            let anonymous = format!("zks://127.0.0.1:{port}?ca={ca}&connect_timeout=1s&session_timeout=2s");
+            let e = Client::connect(&anonymous).await.expect_err("a session without a client certificate");
+            assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+        }
+    }
+    let e = Client::connect(&format!("zk://127.0.0.1:1?ca={ca}")).await.err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}

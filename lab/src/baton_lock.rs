@@ -1,6 +1,6 @@
-//! The `redisson` and `redlock` rows: baton's own locks, driven through the public
-//! [`Client`] API exactly as an application would: Redisson's hash lock on one node,
-//! and Redlock over independent nodes.
+//! The `redisson`, `redlock`, `zookeeper` and SQL rows: baton's own locks, driven through
+//! the public [`Client`] API exactly as an application would: Redisson's hash lock on one
+//! node, Redlock over independent nodes, ZooKeeper's queue, and every SQL lock scheme.
 
 use std::time::Duration;
 
@@ -29,6 +29,13 @@ use baton::{ErrorKind, Result};
 /// resource keeps its own highest token. `redlock://` rests on bounded clock drift and on
 /// restarted nodes staying down for a ttl (a node that restarts empty at once can join a
 /// second quorum for a lock it had granted).
+///
+/// On `sqlite://`, `postgres://` and `mysql://` (baton's own state rows, or
+/// `?scheme=table|for-update|optimistic|advisory`) the same guarantees hold on one
+/// database: leases on the database's clock or the session's idle limit, owner-checked
+/// releases, tokens from a counter that outlives every hold. One server is one node:
+/// while it is down nobody locks, and a hold kept by a session (`for-update`,
+/// `advisory`) dies with a restart (docs/sql-schemes.md).
 pub struct BatonLock {
     client: Client,
     name: String,

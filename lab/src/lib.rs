@@ -3,7 +3,10 @@
 //! through the same scripted faults (`baton lab`). Never a default: it exists so that
 //! users can see for themselves why baton's defaults are what they are, and interoperate
 //! with legacy deployments knowingly. Each scheme's rustdoc states what it does, what it
-//! guarantees and what breaks it.
+//! guarantees and what breaks it. baton's own locks enter the same matrix through
+//! [`BatonLock`]: `redis://`, `redlock://`, `zk://`, and every SQL lock scheme
+//! (`?scheme=table|for-update|optimistic|advisory` and baton's own design) on SQLite,
+//! PostgreSQL and MySQL/MariaDB.
 //!
 //! Each scheme implements [`LabLock`]: one attempt to acquire, one release, each made of
 //! the scheme's separate Redis commands with a fault [`Point`] between them, so that
@@ -43,6 +46,8 @@ mod set_nx_px_lua;
 mod set_nx_px_owned;
 mod setnx;
 mod setnx_expire;
+mod sql;
+mod sql_servers;
 mod torture;
 mod zk_servers;
 
@@ -67,6 +72,7 @@ pub use set_nx_px_lua::SetNxPxLua;
 pub use set_nx_px_owned::SetNxPxOwned;
 pub use setnx::Setnx;
 pub use setnx_expire::SetnxExpire;
+pub use sql_servers::{OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, own_mariadb_available, own_postgres_available};
 pub use torture::{Config, run};
 pub use zk_servers::{OwnZk, zookeeper_available};
 
@@ -115,11 +121,55 @@ pub enum Scheme {
     /// baton's `zk://` lock on a 3-member ZooKeeper ensemble: Curator's ephemeral-sequential
     /// queue, the grant's `czxid` as its token ([`BatonLock`]).
     Zookeeper,
+    /// baton's own SQL design (`sqlite://`, no `?scheme=`: a row of JSON state per name,
+    /// judged in one transaction on the database's clock), on a SQLite file of the lab's
+    /// own ([`BatonLock`]).
+    SqliteState,
+    /// `sqlite://…?scheme=table`: a row per held name under a unique index, an expiry
+    /// column on the database's clock, tokens from the counter table ([`BatonLock`]).
+    SqliteTable,
+    /// `sqlite://…?scheme=optimistic`: the owner set by a version-checked `UPDATE`, the
+    /// version as the token ([`BatonLock`]).
+    SqliteOptimistic,
+    /// baton's own SQL design on PostgreSQL (`postgres://`, no `?scheme=`) ([`BatonLock`]).
+    PostgresState,
+    /// `postgres://…?scheme=table` ([`BatonLock`]).
+    PostgresTable,
+    /// `postgres://…?scheme=for-update`: an open transaction holding the name's row lock,
+    /// its lease the session's idle limit ([`BatonLock`]).
+    PostgresForUpdate,
+    /// `postgres://…?scheme=optimistic` ([`BatonLock`]).
+    PostgresOptimistic,
+    /// `postgres://…?scheme=advisory`: a session holding `pg_try_advisory_lock`, its lease
+    /// the session's idle limit ([`BatonLock`]).
+    PostgresAdvisory,
+    /// baton's own SQL design on MySQL/MariaDB (`mysql://`, no `?scheme=`) ([`BatonLock`]).
+    MysqlState,
+    /// `mysql://…?scheme=table` ([`BatonLock`]).
+    MysqlTable,
+    /// `mysql://…?scheme=for-update` (`wait_timeout` as the lease, whole seconds) ([`BatonLock`]).
+    MysqlForUpdate,
+    /// `mysql://…?scheme=optimistic` ([`BatonLock`]).
+    MysqlOptimistic,
+    /// `mysql://…?scheme=advisory`: `GET_LOCK` on a session, `wait_timeout` as the lease
+    /// ([`BatonLock`]).
+    MysqlAdvisory,
+}
+
+/// The database behind an SQL row of the lab.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Database {
+    /// A SQLite file of the lab's own.
+    Sqlite,
+    /// The PostgreSQL server of [`Config::postgres_url`].
+    Postgres,
+    /// The MySQL/MariaDB server of [`Config::mysql_url`].
+    Mysql,
 }
 
 impl Scheme {
     /// Every scheme, from the simplest to baton's own (the order of the matrix).
-    pub const ALL: [Scheme; 9] = [
+    pub const ALL: [Scheme; 22] = [
         Scheme::Setnx,
         Scheme::SetnxExpire,
         Scheme::SetNxPx,
@@ -129,6 +179,19 @@ impl Scheme {
         Scheme::Redisson,
         Scheme::Redlock,
         Scheme::Zookeeper,
+        Scheme::SqliteState,
+        Scheme::SqliteTable,
+        Scheme::SqliteOptimistic,
+        Scheme::PostgresState,
+        Scheme::PostgresTable,
+        Scheme::PostgresForUpdate,
+        Scheme::PostgresOptimistic,
+        Scheme::PostgresAdvisory,
+        Scheme::MysqlState,
+        Scheme::MysqlTable,
+        Scheme::MysqlForUpdate,
+        Scheme::MysqlOptimistic,
+        Scheme::MysqlAdvisory,
     ];
 
     /// The name `baton lab` prints.
@@ -143,6 +206,19 @@ impl Scheme {
             Scheme::Redisson => "redisson",
             Scheme::Redlock => "redlock",
             Scheme::Zookeeper => "zookeeper",
+            Scheme::SqliteState => "sqlite-state",
+            Scheme::SqliteTable => "sqlite-table",
+            Scheme::SqliteOptimistic => "sqlite-optimistic",
+            Scheme::PostgresState => "postgres-state",
+            Scheme::PostgresTable => "postgres-table",
+            Scheme::PostgresForUpdate => "postgres-for-update",
+            Scheme::PostgresOptimistic => "postgres-optimistic",
+            Scheme::PostgresAdvisory => "postgres-advisory",
+            Scheme::MysqlState => "mysql-state",
+            Scheme::MysqlTable => "mysql-table",
+            Scheme::MysqlForUpdate => "mysql-for-update",
+            Scheme::MysqlOptimistic => "mysql-optimistic",
+            Scheme::MysqlAdvisory => "mysql-advisory",
         }
     }
 
@@ -177,6 +253,21 @@ impl Scheme {
             Scheme::Zookeeper => {
                 "ZooKeeper's ephemeral-sequential queue (Curator's), czxid tokens: a quorum's writes survive a member lost"
             }
+            Scheme::SqliteState | Scheme::PostgresState | Scheme::MysqlState => {
+                "baton's own SQL design (JSON state rows, database clock, tokens): safe and fenced, on one database"
+            }
+            Scheme::SqliteTable | Scheme::PostgresTable | Scheme::MysqlTable => {
+                "lock table under a unique index, expiry on the database clock, owner-checked delete, counter tokens: safe and fenced, on one database"
+            }
+            Scheme::PostgresForUpdate | Scheme::MysqlForUpdate => {
+                "SELECT … FOR UPDATE SKIP LOCKED in an open transaction, the session's idle limit as lease, counter tokens: safe and fenced, on one database"
+            }
+            Scheme::SqliteOptimistic | Scheme::PostgresOptimistic | Scheme::MysqlOptimistic => {
+                "owner set by a version-checked UPDATE, expiry on the database clock, the version as token: safe and fenced, on one database"
+            }
+            Scheme::PostgresAdvisory | Scheme::MysqlAdvisory => {
+                "the database's named lock on a session, the session's idle limit as lease, counter tokens: safe and fenced, on one database"
+            }
         }
     }
 
@@ -200,8 +291,30 @@ impl Scheme {
         matches!(self, Scheme::Redlock | Scheme::Zookeeper)
     }
 
+    /// The database and the `?scheme=` of an SQL row (`None`: baton's own design, no
+    /// option); `None` for the rows that are not SQL.
+    pub fn sql(self) -> Option<(Database, Option<&'static str>)> {
+        use Database::{Mysql, Postgres, Sqlite};
+        Some(match self {
+            Scheme::SqliteState => (Sqlite, None),
+            Scheme::SqliteTable => (Sqlite, Some("table")),
+            Scheme::SqliteOptimistic => (Sqlite, Some("optimistic")),
+            Scheme::PostgresState => (Postgres, None),
+            Scheme::PostgresTable => (Postgres, Some("table")),
+            Scheme::PostgresForUpdate => (Postgres, Some("for-update")),
+            Scheme::PostgresOptimistic => (Postgres, Some("optimistic")),
+            Scheme::PostgresAdvisory => (Postgres, Some("advisory")),
+            Scheme::MysqlState => (Mysql, None),
+            Scheme::MysqlTable => (Mysql, Some("table")),
+            Scheme::MysqlForUpdate => (Mysql, Some("for-update")),
+            Scheme::MysqlOptimistic => (Mysql, Some("optimistic")),
+            Scheme::MysqlAdvisory => (Mysql, Some("advisory")),
+            _ => return None,
+        })
+    }
+
     /// A client of this scheme on the lock `name` of the store(s) `urls` (one URL, or
-    /// every node for Redlock), with its fault hooks and its own clock.
+    /// every node for Redlock; for an SQL row the database's URL with its `?scheme=`), with its fault hooks and its own clock.
     ///
     /// # Errors
     /// `InvalidArgument` without a URL; `InvalidUrl`/`Connection` when a store cannot be
@@ -219,8 +332,9 @@ impl Scheme {
             Scheme::SetNxPxOwned => Box::new(SetNxPxOwned::open(one()?, name, hooks).await?),
             Scheme::SetNxPxLua => Box::new(SetNxPxLua::open(one()?, name).await?),
             Scheme::GetsetTimestamp => Box::new(GetsetTimestamp::open(one()?, name, hooks, clock).await?),
-            Scheme::Redisson | Scheme::Zookeeper => Box::new(BatonLock::open(one()?, name).await?),
             Scheme::Redlock => Box::new(BatonLock::open(&redlock_url(urls), name).await?),
+            // Baton's own locks on one URL: redis://, zk://, and the SQL rows.
+            _ => Box::new(BatonLock::open(one()?, name).await?),
         })
     }
 }

@@ -17,8 +17,9 @@ pub enum Property {
     NoDeadlock,
     /// A release never frees a lock someone else holds.
     NoForeignUnlock,
-    /// Losing one Redis node (a restart without persistence, a failover to a replica that
-    /// had not received the grant) neither hands the lock out twice nor stops the service.
+    /// Losing one node (a Redis restart without persistence, a failover to a replica that
+    /// had not received the grant, a database server killed and restarted) neither hands
+    /// the lock out twice nor stops the service.
     SurvivesNodeLoss,
     /// A holder paused past its lease has its late write rejected by a resource that
     /// checks fencing tokens.
@@ -65,11 +66,12 @@ pub enum Flaw {
     NoExpiry,
     /// A holder crashed between two steps of its acquire and left a lock that never expires.
     CrashBetweenSteps,
-    /// The server restarted without persistence and granted the lock a second time.
+    /// The server restarted without the hold (Redis without persistence; a database whose
+    /// hold was a session) and granted the lock a second time.
     RestartForgotLock,
     /// A replica promoted before the grant reached it granted the lock a second time.
     PromotedReplicaForgotLock,
-    /// With one node lost, nobody could acquire.
+    /// With one node lost (of several, or the only one), nobody could acquire.
     UnavailableAfterNodeLoss,
     /// Grants carry no token: a resource cannot tell a stale holder's write.
     NoToken,
@@ -169,6 +171,9 @@ pub struct Matrix {
     pub server: String,
     /// The short ttl a paused or crashed holder had, in ms.
     pub ttl_ms: u64,
+    /// The databases of the SQL rows run (the lab's own SQLite file, the PostgreSQL and
+    /// MySQL servers named; passwords hidden).
+    pub databases: Vec<String>,
     /// One row per scheme run.
     pub rows: Vec<Row>,
 }
@@ -233,6 +238,7 @@ mod tests {
         Matrix {
             server: "redis://x".into(),
             ttl_ms: 300,
+            databases: Vec::new(),
             rows: vec![
                 Row { scheme: Scheme::Setnx, cells: [Cell::Kept, broken, Cell::Kept, skipped(), Cell::Kept] },
                 Row { scheme: Scheme::Redlock, cells: std::array::from_fn(|_| skipped()) },

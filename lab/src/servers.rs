@@ -38,6 +38,8 @@ pub struct OwnRedis {
     /// The TLS port, when it has one.
     pub tls_port: Option<u16>,
     args: Vec<String>,
+    /// Environment variables set for the process besides the inherited ones.
+    env: Vec<(String, String)>,
     /// Whether the child dies with the thread that spawned it (the lab's servers: a lab
     /// interrupted by Ctrl-C leaves none behind).
     tied: bool,
@@ -119,7 +121,13 @@ impl OwnRedis {
     /// A server started with exactly `args` (a sentinel's configuration file, say), which
     /// must make it listen on `port` (and `tls_port`); not started yet.
     pub fn with_args(dir: tempfile::TempDir, port: u16, tls_port: Option<u16>, args: Vec<String>) -> OwnRedis {
-        OwnRedis { child: None, dir, port, tls_port, args, tied: false }
+        OwnRedis { child: None, dir, port, tls_port, args, env: Vec::new(), tied: false }
+    }
+
+    /// Sets an environment variable for the process (at its next start; a test's
+    /// `LD_PRELOAD` of libfaketime, say).
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.push((key.to_string(), value.to_string()));
     }
 
     /// Starts the process without waiting for it.
@@ -135,7 +143,11 @@ impl OwnRedis {
             .and_then(|f| Ok((f.try_clone()?, f)))
             .map_err(|e| Error::new(ErrorKind::Backend, format!("lab: redis.log: {e}")))?;
         let mut cmd = Command::new("redis-server");
-        cmd.args(&self.args).stdin(Stdio::null()).stdout(log.0).stderr(log.1);
+        cmd.args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log.0)
+            .stderr(log.1);
         if self.tied {
             die_with_parent(&mut cmd);
         }

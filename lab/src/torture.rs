@@ -17,8 +17,10 @@ use futures_util::future::join_all;
 use crate::matrix::{Cell, Flaw, Matrix, Property, Row};
 use crate::raw::Raw;
 use crate::servers::{OwnRedis, redis_server_available};
+use crate::sql::{self, Databases};
+use crate::sql_servers::{OwnMariaDb, OwnPostgres, own_mariadb_available, own_postgres_available};
 use crate::zk_servers::{OwnZk, zookeeper_available};
-use crate::{Clock, FencedResource, Hooks, LabLock, Point, Scheme};
+use crate::{Clock, Database, FencedResource, Hooks, LabLock, Point, Scheme};
 use baton::StoreUrl;
 use baton::{Error, ErrorKind, Result};
 
@@ -43,11 +45,23 @@ pub struct Config {
     pub ttl: Duration,
     /// The rows to run, in order.
     pub schemes: Vec<Scheme>,
+    /// The PostgreSQL server of the `postgres-*` rows (`postgres://…`, without `?scheme=`);
+    /// `None`: those rows are not run. Lock names are the run's own, their rows deleted
+    /// afterwards.
+    pub postgres_url: Option<String>,
+    /// The MySQL or MariaDB server of the `mysql-*` rows (`mysql://…`), as `postgres_url`.
+    pub mysql_url: Option<String>,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { url: None, ttl: Duration::from_millis(300), schemes: Scheme::ALL.to_vec() }
+        Config {
+            url: None,
+            ttl: Duration::from_millis(300),
+            schemes: Scheme::ALL.to_vec(),
+            postgres_url: None,
+            mysql_url: None,
+        }
     }
 }
 
@@ -55,12 +69,15 @@ impl Default for Config {
 ///
 /// # Errors
 /// `Unsupported` when there is neither a `--url` nor `redis-server` on `PATH`;
-/// `InvalidArgument` for a zero ttl or a URL that is not `redis://`/`rediss://`;
+/// `InvalidArgument` for a zero ttl, a URL that is not `redis://`/`rediss://`, or an SQL
+/// URL that is not its database's (or names a `?scheme=`);
 /// `Connection`/`Backend` when a server fails outside the faults the lab causes.
 pub async fn run(config: &Config) -> Result<Matrix> {
     if config.ttl.is_zero() || config.ttl > Duration::from_secs(10) {
         return Err(Error::new(ErrorKind::InvalidArgument, "lab: the ttl must be between 1 ms and 10 s"));
     }
+    let mut databases = Databases::new(config.postgres_url.as_ref(), config.mysql_url.as_ref())?;
+    let mut own_sql = OwnSql::default();
     let own_servers = redis_server_available();
     let (_own, url, server) = match &config.url {
         Some(url) => {
@@ -104,6 +121,19 @@ pub async fn run(config: &Config) -> Result<Matrix> {
                 clean(&url, &run_id).await;
                 row?
             }
+            _ if scheme.sql().is_some() => {
+                let Some((db, _)) = scheme.sql() else { unreachable!() };
+                match databases.base(db) {
+                    Err(reason) => not_run(scheme, reason),
+                    Ok(base) => {
+                        databases.mark_used(db);
+                        let row = sql_row(lab, &base, &mut own_sql).await;
+                        clean(&url, &run_id).await;
+                        sql::clean(db, &base, &run_id).await;
+                        row?
+                    }
+                }
+            }
             _ => {
                 let row = single_node_row(&lab, own_servers).await;
                 clean(&url, &run_id).await;
@@ -112,7 +142,12 @@ pub async fn run(config: &Config) -> Result<Matrix> {
         };
         rows.push(row);
     }
-    Ok(Matrix { server, ttl_ms: u64::try_from(config.ttl.as_millis()).unwrap_or(u64::MAX), rows })
+    Ok(Matrix {
+        server,
+        ttl_ms: u64::try_from(config.ttl.as_millis()).unwrap_or(u64::MAX),
+        databases: databases.used(),
+        rows,
+    })
 }
 
 fn not_run(scheme: Scheme, reason: &str) -> Row {
@@ -142,6 +177,182 @@ async fn redlock_row(mut lab: Lab) -> Result<Row> {
     drop(nodes);
     redlock_node_loss(&lab, &mut f).await?;
     Ok(f.row(Scheme::Redlock))
+}
+
+/// An SQL row: baton's lock on `base` with the row's `?scheme=`, through the same safety
+/// faults (its fenced resource on the lab's Redis), then the loss of its one server, on a
+/// server of the lab's own ([`server_loss`]).
+async fn sql_row(mut lab: Lab, base: &str, own: &mut OwnSql) -> Result<Row> {
+    lab.urls = vec![sql::row_url(base, lab.scheme)];
+    let mut f = Findings::default();
+    safety_faults(&lab, &mut f).await?;
+    match lab.scheme.sql() {
+        Some((Database::Sqlite, _)) => f.not_run(
+            Property::SurvivesNodeLoss,
+            "an embedded file, no server to lose: the lock lives and dies with its one machine",
+        ),
+        Some((db, _)) => match own.server(db).await {
+            Err(reason) => f.not_run(Property::SurvivesNodeLoss, &reason),
+            Ok(server) => server_loss(&lab, server, &mut f).await?,
+        },
+        None => {}
+    }
+    Ok(f.row(lab.scheme))
+}
+
+/// The database servers of the lab's own, started on first use (one per database for the
+/// whole run: each row kills and restarts it). A server that does not start makes the
+/// node-loss cells of its rows `–` with the error, once, instead of failing the run.
+#[derive(Default)]
+struct OwnSql {
+    postgres: Option<std::result::Result<OwnPostgres, String>>,
+    mariadb: Option<std::result::Result<OwnMariaDb, String>>,
+}
+
+/// One own server, whichever database.
+enum OwnServer<'a> {
+    Postgres(&'a OwnPostgres),
+    MariaDb(&'a mut OwnMariaDb),
+}
+
+/// A start failure as one line of a reason.
+fn did_not_start(what: &str, e: &Error) -> String {
+    format!("the lab's own {what} did not start: {}", e.to_string().replace('\n', "; "))
+}
+
+impl OwnSql {
+    /// The server of `db`, or why there is none.
+    async fn server(&mut self, db: Database) -> std::result::Result<OwnServer<'_>, String> {
+        match db {
+            Database::Postgres if !own_postgres_available() => Err(
+                "needs PostgreSQL's server binaries (/usr/lib/postgresql/*/bin; runuser as root): the lab kills its own server"
+                    .into(),
+            ),
+            Database::Postgres => {
+                if self.postgres.is_none() {
+                    self.postgres = Some(OwnPostgres::start().await.map_err(|e| did_not_start("PostgreSQL", &e)));
+                }
+                match self.postgres.as_ref() {
+                    Some(Ok(s)) => Ok(OwnServer::Postgres(s)),
+                    Some(Err(reason)) => Err(reason.clone()),
+                    None => Err(String::new()),
+                }
+            }
+            Database::Mysql if !own_mariadb_available() => {
+                Err("needs mariadbd and mariadb-install-db on PATH: the lab kills its own server".into())
+            }
+            Database::Mysql => {
+                if self.mariadb.is_none() {
+                    self.mariadb = Some(OwnMariaDb::start().await.map_err(|e| did_not_start("MariaDB", &e)));
+                }
+                match self.mariadb.as_mut() {
+                    Some(Ok(s)) => Ok(OwnServer::MariaDb(s)),
+                    Some(Err(reason)) => Err(reason.clone()),
+                    None => Err(String::new()),
+                }
+            }
+            Database::Sqlite => Err("no server".into()),
+        }
+    }
+}
+
+impl OwnServer<'_> {
+    fn url(&self) -> String {
+        match self {
+            OwnServer::Postgres(s) => s.url(),
+            OwnServer::MariaDb(s) => s.url(),
+        }
+    }
+
+    async fn kill(&mut self) -> Result<()> {
+        match self {
+            OwnServer::Postgres(s) => s.kill().await,
+            OwnServer::MariaDb(s) => {
+                s.kill();
+                Ok(())
+            }
+        }
+    }
+
+    async fn start_again(&mut self) -> Result<()> {
+        match self {
+            OwnServer::Postgres(s) => s.start_again().await,
+            OwnServer::MariaDb(s) => s.start_again().await,
+        }
+    }
+}
+
+/// How long a client tries the lock while the one server is down. Its pool retries a
+/// refused connect until its own 10 s acquire timeout; with the server dead nothing can
+/// grant, so a short bound only shortens the run and can never turn the verdict.
+const DOWN_ATTEMPT: Duration = Duration::from_secs(1);
+/// A's lease in the server-loss fault: far beyond a kill and a restart on a loaded machine
+/// (each start is bounded by 30 s), so a row scheme's hold is still live when B asks. The
+/// server and the name are the fault's own: nothing else waits on it.
+const SERVER_LOSS_TTL: Duration = Duration::from_secs(300);
+
+/// The one database server is killed while A holds the lock (a lease far longer than the
+/// fault, [`SERVER_LOSS_TTL`]), then started again:
+///
+/// - while it is down, a client tries (for [`DOWN_ATTEMPT`]): nobody can be granted anything — one server is one
+///   node, and losing it stops the service (✗ `UnavailableAfterNodeLoss` for every
+///   scheme, which the schemes built on rows show);
+/// - once it is back, B asks at once. The row schemes (`table`, `optimistic`, baton's own
+///   state rows) keep the hold in a committed row: B is refused. The session schemes
+///   (`for-update`, `advisory`) hold by a session, which died with the server: B is
+///   granted while A, not told before its next renewal, still counts on its lease —
+///   the restart forgot the hold (✗ `RestartForgotLock`, reported first). Their tokens come
+///   from the counter table, which survives, so B's token is larger (checked here: else
+///   ✗ fenced) and a fenced resource still refuses A; with a watchdog lease the lost
+///   signal reaches A at its next renewal (core/tests/sql_schemes_faults.rs checks it; the
+///   lab's holders hold a fixed ttl, renewed by nobody).
+async fn server_loss(lab: &Lab, mut server: OwnServer<'_>, f: &mut Findings) -> Result<()> {
+    let url = sql::row_url(&server.url(), lab.scheme);
+    let name = lab.name("server-loss");
+    let open = || lab.scheme.open(std::slice::from_ref(&url), &name, Hooks::none(), Arc::new(Clock::system()));
+    let mut a = open().await?;
+    must_acquire(&mut a, SERVER_LOSS_TTL, lab.scheme).await?;
+    server.kill().await?;
+    let down = tokio::time::timeout(DOWN_ATTEMPT, async {
+        let mut b = open().await?;
+        let granted = b.acquire(LONG_TTL).await;
+        b.crash();
+        granted
+    })
+    .await;
+    let unavailable = !matches!(down, Ok(Ok(true)));
+    server.start_again().await?;
+    let mut b = open().await?;
+    let granted = b.acquire(LONG_TTL).await?;
+    if granted {
+        if b.token() <= a.token() {
+            // The counter table outlives a restart: tokens must keep growing.
+            f.broke(
+                Property::Fenced,
+                Flaw::StaleWriteAccepted,
+                "B, granted after the server's restart, got a token no larger than A's",
+            );
+        }
+        f.broke(
+            Property::SurvivesNodeLoss,
+            Flaw::RestartForgotLock,
+            "the server was killed and restarted: A's session, and its hold, died with it; B was granted at once \
+             while A still counted on its lease",
+        );
+        b.release().await?;
+    }
+    if unavailable {
+        let outlived = if granted { "" } else { " (A's hold outlived the restart: B was refused after it)" };
+        f.broke(
+            Property::SurvivesNodeLoss,
+            Flaw::UnavailableAfterNodeLoss,
+            format!("the one server was killed: nobody could take the lock until it came back{outlived}"),
+        );
+    } else {
+        f.kept(Property::SurvivesNodeLoss);
+    }
+    a.crash();
+    Ok(())
 }
 
 /// The faults that need no server to die, in the order their verdicts are reported.
@@ -209,11 +420,12 @@ impl Lab {
         }
     }
 
-    /// `PTTL` of the key `name` on the first server, for reasons (`?` when unreadable).
-    async fn pttl(&self, name: &str) -> String {
-        let Some(url) = self.urls.first() else { return "?".into() };
-        let Ok(mut raw) = Raw::open(url, name).await else { return "?".into() };
-        raw.query::<i64>(&raw.cmd("PTTL")).await.map_or_else(|_| "?".into(), |t| t.to_string())
+    /// `PTTL` of the key `name` on the first server, for reasons (`?` when unreadable;
+    /// `None` for the stores whose lock is not a Redis key).
+    async fn pttl(&self, name: &str) -> Option<String> {
+        let url = self.urls.first().filter(|u| u.starts_with("redis://") || u.starts_with("rediss://"))?;
+        let Ok(mut raw) = Raw::open(url, name).await else { return Some("?".into()) };
+        Some(raw.query::<i64>(&raw.cmd("PTTL")).await.map_or_else(|_| "?".into(), |t| t.to_string()))
     }
 }
 
@@ -392,7 +604,8 @@ async fn successor_granted(lab: &Lab, name: &str, f: &mut Findings, flaw: Flaw, 
         return Ok(true);
     }
     let (pttl, limit) = (lab.pttl(name).await, Lab::expiry_limit(lab.ttl));
-    f.broke(Property::NoDeadlock, flaw, format!("{how} without expiry (PTTL {pttl}), nobody got it in {limit:?}"));
+    let pttl = pttl.map(|t| format!(" (PTTL {t})")).unwrap_or_default();
+    f.broke(Property::NoDeadlock, flaw, format!("{how} without expiry{pttl}, nobody got it in {limit:?}"));
     Ok(false)
 }
 

@@ -8,7 +8,8 @@
 
 suite_rust() {
     ensure_toolchain
-    # libfaketime: the CLI's SQLite test steps a process's wall clock.
+    # libfaketime: the CLI's SQLite test steps a process's wall clock, redis_clock_step.rs
+    # a redis-server's.
     ensure_apt_packages faketime
     local -a ex; mapfile -t ex < <(exclude_args)
     local list="$ROOT/target/test-binaries.tsv"

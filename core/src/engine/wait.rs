@@ -57,6 +57,7 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         enqueue: queued,
         queue_ttl_ms: millis(spec.queue_ttl),
         watchdog: matches!(spec.lease, crate::options::Lease::Watchdog { .. }),
+        shared: !spec.own_holder,
     };
     let mut place = queued.then(|| QueuePlace::new(slot));
     let mut sub: Option<Box<dyn crate::store::Subscription>> = None;

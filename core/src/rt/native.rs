@@ -148,10 +148,7 @@ impl<T, F: Future<Output = Result<T>>> Future for InContext<F> {
             return std::task::Poll::Ready(Err(Error::backend("polled after completion")));
         };
         let _in = global().enter();
-        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
-            Ok(p) => p,
-            Err(p) => std::task::Poll::Ready(Err(Error::backend(format!("internal error: {}", panic_text(&*p))))),
-        };
+        let out = poll_catching(inner.as_mut(), cx);
         if out.is_ready() {
             // Dropped here, in the runtime's context.
             self.0 = None;
@@ -174,11 +171,18 @@ impl<T, F: Future<Output = Result<T>>> Future for CatchPanics<F> {
     type Output = Result<T>;
 
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<T>> {
-        let inner = self.0.as_mut();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(p) => p,
-            Err(p) => std::task::Poll::Ready(Err(Error::backend(format!("internal error: {}", panic_text(&*p))))),
-        }
+        poll_catching(self.0.as_mut(), cx)
+    }
+}
+
+/// Polls `fut` once, a panic inside becoming a `Backend` error.
+fn poll_catching<T, F: Future<Output = Result<T>>>(
+    fut: std::pin::Pin<&mut F>,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<Result<T>> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.poll(cx))) {
+        Ok(p) => p,
+        Err(p) => std::task::Poll::Ready(Err(Error::backend(format!("internal error: {}", panic_text(&*p))))),
     }
 }
 

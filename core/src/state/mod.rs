@@ -130,6 +130,11 @@ pub(crate) struct Request {
     /// session) may put it under that.
     #[cfg_attr(not(any(feature = "etcd", feature = "etcd-http")), allow(dead_code))]
     pub(crate) watchdog: bool,
+    /// Other handles or clients may give this hold back (an `owner` shared with them, a
+    /// permit released by id): a store that answers a grant before every replica has
+    /// (Redlock) waits for them all, so that their release never overtakes it there.
+    #[cfg_attr(not(feature = "redlock"), allow(dead_code))]
+    pub(crate) shared: bool,
 }
 
 /// The answer to an attempt.

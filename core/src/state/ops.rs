@@ -128,7 +128,15 @@ mod tests {
     use super::*;
 
     fn req(holder: &str, mode: Mode) -> Request {
-        Request { holder: holder.into(), mode, lease_ms: 1000, enqueue: true, queue_ttl_ms: 500, watchdog: true }
+        Request {
+            holder: holder.into(),
+            mode,
+            lease_ms: 1000,
+            enqueue: true,
+            queue_ttl_ms: 500,
+            watchdog: true,
+            shared: false,
+        }
     }
     fn granted(a: Attempt) -> u64 {
         match a {

@@ -174,6 +174,31 @@ pub(crate) trait Store: Send + Sync + fmt::Debug + 'static {
     }
 }
 
+/// Times a store's requests one after the other, for [`Diagnostics::yardsticks`].
+#[cfg(feature = "bench")]
+pub(crate) struct Stopwatch {
+    last: Instant,
+    laps: Vec<(&'static str, Duration)>,
+}
+
+#[cfg(feature = "bench")]
+impl Stopwatch {
+    pub(crate) fn start() -> Stopwatch {
+        Stopwatch { last: Instant::now(), laps: Vec::new() }
+    }
+
+    /// The time since the last lap (or the start), as `what`.
+    pub(crate) fn lap(&mut self, what: &'static str) {
+        let now = Instant::now();
+        self.laps.push((what, now - self.last));
+        self.last = now;
+    }
+
+    pub(crate) fn laps(self) -> Vec<(&'static str, Duration)> {
+        self.laps
+    }
+}
+
 /// Hooks for benchmarks and tests (feature `bench`), kept off the semantic [`Store`]
 /// trait: nothing in the engine calls them.
 #[cfg(feature = "bench")]

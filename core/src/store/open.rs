@@ -36,6 +36,7 @@ const KNOWN_SCHEMES: &[(&str, Option<&str>)] = &[
     ("mysql", Some("mysql")),
     ("sqlite", Some("sqlite")),
     ("zk", Some("zookeeper")),
+    ("zks", Some("zookeeper")),
 ];
 
 /// Opens the store `url` names.
@@ -66,7 +67,7 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Arc<dyn Store>> {
         #[cfg(feature = "etcd-http")]
         "etcd+http" | "etcd+https" => Ok(Arc::new(etcd::Etcd::open(url).await?)),
         #[cfg(feature = "zookeeper")]
-        "zk" => Ok(Arc::new(zk::Zk::open(url).await?)),
+        "zk" | "zks" => Ok(Arc::new(zk::Zk::open(url).await?)),
         s => match KNOWN_SCHEMES.iter().find(|(k, _)| *k == s) {
             Some((_, Some(feature))) => Err(Error::unsupported(format!(
                 "`{s}://` is not available in this build of baton (it needs the `{feature}` feature)"

@@ -90,6 +90,208 @@ pub(crate) async fn killed_holder(url: &str) {
     baton_testkit::behaviour::crash::killed_holder_process_frees(&store).await;
 }
 
+/// The first column of `sql`'s one row, as a number (the cut tests' plain-SQL probes).
+async fn count<DB>(c: &mut DB::Connection, sql: &str) -> i64
+where
+    DB: sqlx::Database,
+    i64: sqlx::Type<DB> + for<'r> sqlx::Decode<'r, DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    use sqlx::{Executor, Row};
+    c.fetch_one(sql).await.unwrap().try_get::<i64, usize>(0).unwrap()
+}
+
+/// What both cut-mid-acquire checks start from: a relay to `url`, A through it, C direct.
+async fn relayed_pair(url: &str) -> (baton_testkit::Relay, Client, Client) {
+    let relay = baton_testkit::Relay::start(baton_testkit::target_of(url)).await;
+    let (a, c) = (Client::connect(&relay.via(url)).await.unwrap(), Client::connect(url).await.unwrap());
+    (relay, a, c)
+}
+
+/// The statements waiting on the blocker's row locks: `sql` with `{blocker}` replaced by
+/// the blocker's session id (which `session_id` reads), and how many waited before.
+struct LockWaits {
+    sql: String,
+    before: i64,
+}
+
+impl LockWaits {
+    /// Read before the blocker's transaction begins (the session id query runs outside it).
+    async fn of<DB>(blocker: &mut DB::Connection, session_id: &str, sql: &str) -> String
+    where
+        DB: sqlx::Database,
+        i64: sqlx::Type<DB> + for<'r> sqlx::Decode<'r, DB>,
+        usize: sqlx::ColumnIndex<DB::Row>,
+        for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    {
+        let id = count::<DB>(blocker, session_id).await;
+        sql.replace("{blocker}", &id.to_string())
+    }
+
+    /// The count now, once the blocker holds its row.
+    async fn mark<DB>(probe: &mut DB::Connection, sql: String) -> LockWaits
+    where
+        DB: sqlx::Database,
+        i64: sqlx::Type<DB> + for<'r> sqlx::Decode<'r, DB>,
+        usize: sqlx::ColumnIndex<DB::Row>,
+        for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    {
+        let before = count::<DB>(probe, &sql).await;
+        LockWaits { sql, before }
+    }
+
+    /// Until one more statement waits (A's), bounded by 20 s for a loaded machine.
+    async fn one_more<DB>(&self, probe: &mut DB::Connection, what: &str)
+    where
+        DB: sqlx::Database,
+        i64: sqlx::Type<DB> + for<'r> sqlx::Decode<'r, DB>,
+        usize: sqlx::ColumnIndex<DB::Row>,
+        for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    {
+        bounded(what, Duration::from_secs(20), async {
+            while count::<DB>(probe, &self.sql).await <= self.before {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+    }
+}
+
+/// A connection cut while the `table` scheme's `INSERT` is in the database: the insert
+/// goes through there but its reply never comes back. An uncommitted row of the same name
+/// (another session's open transaction) holds A's `INSERT` waiting on the unique index; the
+/// relay to A is cut; the transaction rolls back, so A's row is inserted with nobody to
+/// hear of it. A's acquire fails with a typed error, and the row it left is no orphan: it
+/// carries A's lease on the database's clock, so C is granted once that lease ends (3 s
+/// here; the bound adds 20 s for a loaded machine) and the reclaim removes A's row.
+/// `blocker` and `probe` are plain connections; `lock_waits` counts the statements
+/// waiting on the blocker's row (`{blocker}` in it: the blocker's session id, which
+/// `session_id` reads).
+pub(crate) async fn cut_mid_acquire<DB>(
+    url: &str,
+    blocker: &mut DB::Connection,
+    probe: &mut DB::Connection,
+    session_id: &str,
+    lock_waits: &str,
+) where
+    DB: sqlx::Database,
+    i64: sqlx::Type<DB> + for<'r> sqlx::Decode<'r, DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    use sqlx::Executor;
+    let lease = Duration::from_secs(3);
+    let (relay, a, c) = relayed_pair(url).await;
+    let name = unique("cut-mid-acquire");
+    let rows = format!("SELECT COUNT(*) FROM baton_lock WHERE name = '{name}'");
+    // A's first step makes the tables; done now, so that it does not wait for the
+    // blocker's transaction on the table's metadata lock (MariaDB) instead of on the row.
+    a.lock(&name).try_acquire().await.unwrap().expect("free").release().await.unwrap();
+    let lock_waits = LockWaits::of::<DB>(blocker, session_id, lock_waits).await;
+    let mut tx = sqlx::Connection::begin(blocker).await.unwrap();
+    let row = format!(
+        "INSERT INTO baton_lock (name, owner, expires_at, hold_count, token) VALUES ('{name}', 'blocker', NULL, 1, 0)"
+    );
+    (&mut *tx).execute(row.as_str()).await.unwrap();
+    let waits = LockWaits::mark::<DB>(probe, lock_waits).await;
+    let lock = a.lock_with(&name, baton::LockOptions::new().lease(lease));
+    let acquire = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(6)).await });
+    waits.one_more::<DB>(probe, "A's INSERT waiting on the blocker's row").await;
+    relay.cut();
+    tx.rollback().await.unwrap();
+    // The database now inserts A's row; its reply stays in the cut relay.
+    bounded("A's row inserted in the database", Duration::from_secs(20), async {
+        while count::<DB>(probe, &rows).await == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let e = bounded("A's acquire", Duration::from_secs(30), acquire).await.unwrap().map(drop).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Connection), "{e}");
+    let g =
+        bounded("C's grant after A's lease", lease + Duration::from_secs(20), c.lock(&name).acquire()).await.unwrap();
+    let owners = format!("SELECT COUNT(*) FROM baton_lock WHERE name = '{name}' AND owner = '{}'", g.owner());
+    assert_eq!(count::<DB>(probe, &rows).await, 1, "A's row is gone, C's is the only one");
+    assert_eq!(count::<DB>(probe, &owners).await, 1, "the row is C's");
+    g.release().await.unwrap();
+    assert_eq!(count::<DB>(probe, &rows).await, 0, "C's release deletes its row");
+    drop(relay);
+    a.close().await;
+    c.close().await;
+}
+
+/// baton's default scheme (`scheme=state`) cut mid-acquire. Its step is one transaction
+/// that locks the key's row (`SELECT … FOR UPDATE`), decides and writes; the worst moment
+/// to lose the route is right after that lock is taken, which leaves the row locked by a
+/// session whose client hears nothing more. Made deterministic as in [`cut_mid_acquire`]:
+/// a plain transaction (`blocker`) locks the row, A's step waits on it, the relay to A is
+/// cut, the blocker commits, and A's `SELECT` takes the row lock in the database with its
+/// reply held in the relay.
+///
+/// A's acquire must fail with a typed error (`Timeout`/`Connection`), not hang while the
+/// route is cut (it did, past its 6 s timeout, until the store bounded a step's replies):
+/// within the store's bound on a step (20 s, above the 10 s a live step may wait behind a
+/// silent one) plus 20 s of margin for a loaded machine. No orphan: A's step never
+/// committed, so once the server ends A's session (10 s idle inside a step's transaction,
+/// set on every connection of the store) the transaction rolls back. C, whose acquire
+/// starts at the cut and waits on the row meanwhile, is granted within those 10 s plus
+/// 20 s of margin, not after a lease (A's would be 60 s, so a grant that went through A's
+/// write would show), and the row's state never names A's owner. `{blocker}` in
+/// `lock_waits`: the blocker's session id (`session_id`).
+pub(crate) async fn state_cut_mid_acquire<DB>(
+    url: &str,
+    blocker: &mut DB::Connection,
+    probe: &mut DB::Connection,
+    session_id: &str,
+    lock_waits: &str,
+) where
+    DB: sqlx::Database,
+    i64: sqlx::Type<DB> + for<'r> sqlx::Decode<'r, DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    use sqlx::Executor;
+    let (relay, a, c) = relayed_pair(url).await;
+    let name = unique("state-cut-mid-acquire");
+    let a_owner = unique("cut-a").replace('/', "-");
+    let key = format!("family = 'lock' AND name = '{name}'");
+    // A's owner anywhere in the key's state (as a holder or a queue place).
+    let a_traces = format!("SELECT COUNT(*) FROM baton_state WHERE {key} AND state LIKE '%{a_owner}%'");
+    // The key's row exists from a first grant on (the table too), so A's step locks it.
+    a.lock(&name).try_acquire().await.unwrap().expect("free").release().await.unwrap();
+    assert_eq!(count::<DB>(probe, &format!("SELECT COUNT(*) FROM baton_state WHERE {key}")).await, 1);
+    let lock_waits = LockWaits::of::<DB>(blocker, session_id, lock_waits).await;
+    let mut tx = sqlx::Connection::begin(blocker).await.unwrap();
+    (&mut *tx).execute(format!("SELECT state FROM baton_state WHERE {key} FOR UPDATE").as_str()).await.unwrap();
+    let waits = LockWaits::mark::<DB>(probe, lock_waits).await;
+    let opts = baton::LockOptions::new().lease(Duration::from_secs(60)).owner(a_owner.clone());
+    let lock = a.lock_with(&name, opts);
+    let started = tokio::time::Instant::now();
+    let acquire = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(6)).await });
+    waits.one_more::<DB>(probe, "A's step waiting on the blocker's row lock").await;
+    relay.cut();
+    let cut = tokio::time::Instant::now();
+    tx.commit().await.unwrap();
+    // A's session now holds the row lock; the reply saying so stays in the cut relay.
+    let c_lock = c.lock(&name);
+    let c_acquire = tokio::spawn(async move { c_lock.acquire().await.map(|g| (g, cut.elapsed())) });
+    let e = bounded("A's acquire", Duration::from_secs(40), acquire).await.unwrap().map(drop).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Connection), "{e}");
+    eprintln!("A's acquire failed {:?} after it began: {e}", started.elapsed());
+    let (g, after) =
+        bounded("C's grant after A's session ends", Duration::from_secs(30), c_acquire).await.unwrap().unwrap();
+    eprintln!("C granted {after:?} after the cut");
+    assert!(after < Duration::from_secs(30), "C granted {after:?} after the cut");
+    assert_eq!(count::<DB>(probe, &a_traces).await, 0, "A's owner left in the key's state");
+    g.release().await.unwrap();
+    relay.heal();
+    assert_eq!(count::<DB>(probe, &a_traces).await, 0, "A's owner left in the key's state");
+    drop(relay);
+    a.close().await;
+    c.close().await;
+}
+
 /// For a database server's test file: `base()` (the server's URL, from the environment
 /// variable `$env`), `url(scheme)`, `raw()` (a plain sqlx connection of type `$conn`), the
 /// behaviour suite's lock checks for each scheme, and the checks above. The session schemes
@@ -140,6 +342,32 @@ macro_rules! server_schemes {
         async fn bad_identifiers_are_refused() {
             sql_schemes::bad_identifiers_are_refused(&url("table")).await;
             sql_schemes::bad_identifiers_are_refused(&url("optimistic")).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn table_cut_mid_acquire() {
+            let (mut blocker, mut probe) = (raw().await, raw().await);
+            sql_schemes::cut_mid_acquire::<<$conn as sqlx::Connection>::Database>(
+                &url("table"),
+                &mut blocker,
+                &mut probe,
+                SESSION_ID,
+                LOCK_WAITS,
+            )
+            .await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn state_cut_mid_acquire() {
+            let (mut blocker, mut probe) = (raw().await, raw().await);
+            sql_schemes::state_cut_mid_acquire::<<$conn as sqlx::Connection>::Database>(
+                &url("state"),
+                &mut blocker,
+                &mut probe,
+                SESSION_ID,
+                STATE_LOCK_WAITS,
+            )
+            .await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,7 @@
 //! What baton's test crates share: redis-servers of their own with TLS, sentinels and
-//! clusters ([`OwnRedis`], [`TestServers`], [`Certs`]), loopback ports ([`free_port`]),
+//! clusters, and under libfaketime with a clock to step ([`OwnRedis`], [`TestServers`],
+//! [`Certs`], [`FakeClock`]), PostgreSQL and MariaDB servers to
+//! restart ([`OwnPostgres`], [`OwnMariaDb`]), loopback ports ([`free_port`]),
 //! the behaviour suite every store runs ([`behaviour_suite!`], [`cross_process_suite!`])
 //! and the etcd store's checks ([`etcd_suite!`]).
 //!
@@ -13,7 +15,10 @@ mod etcd_cluster;
 mod relay;
 mod servers;
 
-pub use baton_lab::{OwnRedis, OwnZk};
-pub use etcd_cluster::OwnEtcdCluster;
-pub use relay::Relay;
-pub use servers::{Certs, SentinelSetup, TestServers, free_port, tools_present};
+pub use baton_lab::{OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, OwnRedis, OwnZk};
+pub use etcd_cluster::{OwnEtcdCluster, etcd_leader};
+pub use relay::{Relay, target_of};
+pub use servers::{
+    Certs, FakeClock, SentinelSetup, TestServers, faketime_lib, free_port, master_becomes, redlock_url, sentinel_trio,
+    tools_present,
+};

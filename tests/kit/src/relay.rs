@@ -33,6 +33,11 @@ impl Relay {
         Relay { port, cut, task }
     }
 
+    /// `url` with its first host (after any `user:password@`) replaced by the relay's.
+    pub fn via(&self, url: &str) -> String {
+        url.replacen(&target_of(url).to_string(), &format!("127.0.0.1:{}", self.port), 1)
+    }
+
     /// Stops forwarding: nothing more passes either way until `heal`.
     pub fn cut(&self) {
         self.cut.send_replace(true);
@@ -81,4 +86,15 @@ async fn pump(mut from: impl AsyncReadExt + Unpin, mut to: impl AsyncWriteExt + 
             return;
         }
     }
+}
+
+/// `host:port` of a store URL's first host.
+///
+/// # Panics
+/// When the URL has no `host:port` of numbers (a test's own URL).
+pub fn target_of(url: &str) -> std::net::SocketAddr {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let host = rest.split(['/', '?', ',']).next().unwrap_or_default();
+    host.parse().unwrap_or_else(|e| panic!("relay: `{host}` of {url} is not an address: {e}"))
 }

@@ -27,6 +27,47 @@ pub fn tools_present(tools: &[&str]) -> bool {
     false
 }
 
+/// libfaketime's preload library. Absent: a failure under CI, elsewhere a skip (None).
+pub fn faketime_lib() -> Option<&'static str> {
+    let lib =
+        ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"]
+            .into_iter()
+            .find(|p| Path::new(p).exists());
+    if lib.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "libfaketime is not installed (scripts/suites/30-rust.sh installs it)"
+        );
+        eprintln!("libfaketime not installed: skipping");
+    }
+    lib
+}
+
+/// The wall clock of a server started under libfaketime ([`TestServers::start_faketime`]):
+/// an offset from the real time in a file the server reads at every clock call. Its
+/// monotonic clock is left alone, as an NTP step leaves it.
+pub struct FakeClock {
+    file: PathBuf,
+}
+
+impl FakeClock {
+    /// Sets the server's wall clock `secs` seconds off the real time, at once (the file is
+    /// replaced whole, so the server never reads half of it).
+    pub fn step(&self, secs: i64) {
+        let tmp = self.file.with_extension("new");
+        std::fs::write(&tmp, format!("{secs:+}\n")).unwrap();
+        std::fs::rename(&tmp, &self.file).unwrap();
+    }
+}
+
+/// The `redlock://` URL over `nodes` of the fault tests: the node timeout set (500 ms: far
+/// above a loaded machine's usual stalls) so that checks do not depend on the lease-derived
+/// default, and short retries.
+pub fn redlock_url<'a>(nodes: impl IntoIterator<Item = &'a OwnRedis>) -> String {
+    let hosts: Vec<String> = nodes.into_iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+    format!("redlock://{}?node_timeout=500ms&retry_delay=20ms&retry_jitter=20ms", hosts.join(","))
+}
+
 /// A free loopback port in 10000–19999 for a server to bind next, never the same twice in
 /// this process (the lab's rule: below Linux's ephemeral range).
 pub fn free_port() -> u16 {
@@ -148,10 +189,16 @@ pub trait TestServers: Sized {
     /// addresses a TLS client is told are TLS; admin stays on the plain ports), with the
     /// CA of the certificates generated in the first node's dir.
     fn start_tls_cluster() -> (Vec<Self>, Certs);
+    /// A plain server whose wall clock the test steps ([`FakeClock`]), under libfaketime
+    /// (check [`faketime_lib`] and `tools_present(&["redis-server", "cc"])` first: a
+    /// small allocator shim is compiled with `cc`, see `glibc_malloc.c`).
+    fn start_faketime() -> (Self, FakeClock);
     /// Sends `signal` to the server process (SIGSTOP / SIGCONT to freeze and thaw it).
     fn signal(&self, signal: &str);
     /// A plain admin connection.
     fn admin(&self) -> redis::Connection;
+    /// Whether the server has `key` (a lock's hash or string, under any layout).
+    fn exists(&self, key: &str) -> bool;
     /// Kills the server and starts a fresh, empty one on the same ports after `down`.
     fn restart_after(&mut self, down: Duration);
 }
@@ -234,6 +281,32 @@ impl TestServers for OwnRedis {
         (nodes, certs)
     }
 
+    fn start_faketime() -> (OwnRedis, FakeClock) {
+        let lib = faketime_lib().expect("libfaketime is not installed");
+        let dir = tempfile::tempdir().unwrap();
+        let (src, shim) = (dir.path().join("glibc_malloc.c"), dir.path().join("glibc_malloc.so"));
+        std::fs::write(&src, include_str!("glibc_malloc.c")).unwrap();
+        let out = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(&shim)
+            .arg(&src)
+            .arg("-ldl")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cc glibc_malloc.c: {}", String::from_utf8_lossy(&out.stderr));
+        let clock = FakeClock { file: dir.path().join("faketime") };
+        clock.step(0);
+        let file = clock.file.display().to_string();
+        let mut r = OwnRedis::configure(dir, None, |_| {}).unwrap();
+        r.set_env("LD_PRELOAD", &format!("{}:{lib}", shim.display()));
+        r.set_env("FAKETIME_TIMESTAMP_FILE", &file);
+        // Read the file at every clock call, not once a few seconds: the step is seen at once.
+        r.set_env("FAKETIME_NO_CACHE", "1");
+        r.set_env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        r.run().unwrap();
+        (r, clock)
+    }
+
     fn signal(&self, signal: &str) {
         let pid = self.pid().expect("not running").to_string();
         let ok = Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success();
@@ -242,6 +315,10 @@ impl TestServers for OwnRedis {
 
     fn admin(&self) -> redis::Connection {
         redis::Client::open(self.url()).unwrap().get_connection_with_timeout(Duration::from_secs(5)).unwrap()
+    }
+
+    fn exists(&self, key: &str) -> bool {
+        redis::cmd("EXISTS").arg(key).query::<i64>(&mut self.admin()).unwrap() == 1
     }
 
     fn restart_after(&mut self, down: Duration) {
@@ -307,5 +384,52 @@ fn start_cluster_in(dirs: Vec<Option<tempfile::TempDir>>, certs: Option<&Certs>)
         }
         assert!(t0.elapsed() < Duration::from_secs(30), "cluster not ok in 30 s");
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A master, its replica and a sentinel of the test's own, replication up and known to
+/// the sentinel (bounded: 20 s).
+pub async fn sentinel_trio() -> (OwnRedis, OwnRedis, OwnRedis) {
+    tokio::task::spawn_blocking(|| {
+        let master = OwnRedis::start_blocking();
+        let replica = OwnRedis::start_replica_of_port(master.port);
+        let sentinel = OwnRedis::start_sentinel(master.port, 1000);
+        let t0 = std::time::Instant::now();
+        loop {
+            let info: String = redis::cmd("INFO").arg("replication").query(&mut master.admin()).unwrap();
+            let replicas: Vec<redis::Value> =
+                redis::cmd("SENTINEL").arg(&["REPLICAS", "mymaster"]).query(&mut sentinel.admin()).unwrap_or_default();
+            if info.contains("connected_slaves:1") && info.contains("state=online") && !replicas.is_empty() {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "replication not up: {info}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        (master, replica, sentinel)
+    })
+    .await
+    .unwrap()
+}
+
+/// Waits (≤ 30 s) until the sentinel names `port` as the master.
+pub async fn master_becomes(sentinel: &OwnRedis, port: u16) {
+    let url = sentinel.url();
+    let t0 = Instant::now();
+    loop {
+        // Errors (a busy sentinel mid-failover) count as "not yet".
+        let addr: Vec<String> =
+            match redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await {
+                Ok(mut con) => redis::cmd("SENTINEL")
+                    .arg(&["GET-MASTER-ADDR-BY-NAME", "mymaster"])
+                    .query_async(&mut con)
+                    .await
+                    .unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
+        if addr.get(1).map(String::as_str) == Some(&port.to_string()) {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "no failover to {port}: sentinel says {addr:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

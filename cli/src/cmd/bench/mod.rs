@@ -24,6 +24,8 @@ const MANY: usize = 64;
 ///   uncontended, 64 tasks: the same, 64 tasks at once, each on its own name
 ///   hand-off:              two handles contend on one name; latency from the holder's
 ///                          release call to the waiter's grant
+///   contended, N tasks:    with --contended N: N tasks acquire + release one name, each
+///                          acquire waiting its turn (latency includes the wait)
 /// Uses lock names under `bench/` on the store.
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
@@ -46,6 +48,10 @@ pub(crate) struct Args {
     /// Worker threads of the multi-thread runtime (default: one per core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub(crate) workers: Option<u16>,
+    /// Also time N tasks contending on one name (e.g. 8: `?scheme=optimistic` under
+    /// contention).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(2..=1024))]
+    contended: Option<u16>,
 }
 
 /// `baton bench --runtime`.
@@ -87,7 +93,7 @@ struct Report {
 
 #[derive(Serialize)]
 struct Scenario {
-    /// `uncontended_1`, `uncontended_64`, `handoff`.
+    /// `uncontended_1`, `uncontended_64`, `handoff`, `contended` (with `--contended`).
     name: &'static str,
     description: &'static str,
     tasks: usize,
@@ -103,7 +109,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     let limit = exit::duration("--duration", &args.duration)?;
     store.announce(true, verbose);
     let client = baton::Client::connect(&store.url).await?;
-    let out = measure(&client, args.iterations, limit, !args.json).await;
+    let out = measure(&client, args.iterations, limit, args.contended, !args.json).await;
     let url = client.url();
     client.close().await;
     let report = Report {
@@ -122,23 +128,35 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     Ok(0)
 }
 
-async fn measure(client: &baton::Client, max: u64, limit: Duration, progress: bool) -> Result<Vec<Scenario>, Failure> {
+async fn measure(
+    client: &baton::Client,
+    max: u64,
+    limit: Duration,
+    contended: Option<u16>,
+    progress: bool,
+) -> Result<Vec<Scenario>, Failure> {
     let note = |what: &str| {
         if progress {
             eprintln!("baton: bench: {what}…");
         }
     };
     note("uncontended, 1 task");
-    let one = scenarios::uncontended(client, 1, max, limit).await?;
+    let one = scenarios::cycles(client, 1, false, max, limit).await?;
     note("uncontended, 64 tasks");
-    let many = scenarios::uncontended(client, MANY, max, limit).await?;
+    let many = scenarios::cycles(client, MANY, false, max, limit).await?;
     note("contended hand-off");
     let handoff = scenarios::handoff(client, max, limit).await?;
-    Ok(vec![
+    let mut out = vec![
         scenario("uncontended_1", "acquire+release, 1 task", 1, one),
         scenario("uncontended_64", "acquire+release, 64 tasks, a name each", MANY, many),
         scenario("handoff", "release -> waiter granted, 2 handles on one name", 2, handoff),
-    ])
+    ];
+    if let Some(n) = contended.map(usize::from) {
+        note(&format!("contended, {n} tasks on one name"));
+        let s = scenarios::cycles(client, n, true, max, limit).await?;
+        out.push(scenario("contended", "acquire+release, tasks on one name", n, s));
+    }
+    Ok(out)
 }
 
 fn scenario(name: &'static str, description: &'static str, tasks: usize, s: Sample) -> Scenario {

@@ -1,5 +1,5 @@
-//! The three scenarios `baton bench` times: acquire + release by one task and by many,
-//! and the hand-off between two handles.
+//! The scenarios `baton bench` times: acquire + release by one task and by many (each on
+//! its own name, or all on one), and the hand-off between two handles.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,10 +37,19 @@ fn task_failed(e: tokio::task::JoinError) -> Failure {
     Failure::new(exit::SOFTWARE, format!("a bench task failed: {e}"))
 }
 
-/// `tasks` tasks, each acquiring and releasing its own name until `max` operations in
-/// all or `limit` time.
-pub(super) async fn uncontended(client: &Client, tasks: usize, max: u64, limit: Duration) -> Result<Sample, Failure> {
-    let locks: Vec<Lock> = (0..tasks).map(|i| client.lock(&format!("bench/uncontended-{tasks}/{i}"))).collect();
+/// `tasks` tasks, each acquiring and releasing its own name (`shared`: all the same
+/// name, each acquire waiting its turn) until `max` operations in all or `limit` time.
+pub(super) async fn cycles(
+    client: &Client,
+    tasks: usize,
+    shared: bool,
+    max: u64,
+    limit: Duration,
+) -> Result<Sample, Failure> {
+    let name = |i: usize| {
+        if shared { format!("bench/contended-{tasks}") } else { format!("bench/uncontended-{tasks}/{i}") }
+    };
+    let locks: Vec<Lock> = (0..tasks).map(|i| client.lock(&name(i))).collect();
     // One warm-up round per name: creates store rows and connections outside the timing.
     for l in &locks {
         l.acquire().await?.release().await?;

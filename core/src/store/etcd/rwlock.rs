@@ -197,7 +197,15 @@ mod tests {
     use super::*;
 
     fn req(holder: &str, mode: Mode) -> Request {
-        Request { holder: holder.into(), mode, lease_ms: 1000, enqueue: true, queue_ttl_ms: 5000, watchdog: true }
+        Request {
+            holder: holder.into(),
+            mode,
+            lease_ms: 1000,
+            enqueue: true,
+            queue_ttl_ms: 5000,
+            watchdog: true,
+            shared: false,
+        }
     }
 
     fn read(h: &str) -> Request {

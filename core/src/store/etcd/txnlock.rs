@@ -18,14 +18,13 @@ const RACES: usize = 64;
 #[derive(Debug, Clone)]
 pub(crate) struct TxnKeys {
     pub(crate) key: Vec<u8>,
-    pub(crate) fence: Vec<u8>,
+    /// Its `fence` is this lock's too: one token sequence per name, whichever scheme.
     queue: LockKeys,
 }
 
 impl TxnKeys {
     pub(crate) fn new(name: &str) -> TxnKeys {
-        let queue = LockKeys::new(name);
-        TxnKeys { key: name.as_bytes().to_vec(), fence: queue.fence.clone(), queue }
+        TxnKeys { key: name.as_bytes().to_vec(), queue: LockKeys::new(name) }
     }
 
     /// What identifies one holder's steps on this lock (one at a time per process).
@@ -141,8 +140,11 @@ pub(crate) async fn release(t: &dyn Transport, keys: &TxnKeys, holder: &str, cou
             let put = TxnOp::Put { key: kv.key.clone(), value: encode(&Value { count: left, ..v }), lease: None };
             (vec![put], Released::StillHeld(left))
         } else {
-            let fence =
-                TxnOp::Put { key: keys.fence.clone(), value: token(&kv).to_string().into_bytes(), lease: Some(0) };
+            let fence = TxnOp::Put {
+                key: keys.queue.fence.clone(),
+                value: token(&kv).to_string().into_bytes(),
+                lease: Some(0),
+            };
             (vec![TxnOp::Delete { key: kv.key.clone() }, fence], Released::Freed)
         };
         let txn = Txn { compare: vec![Compare::modified(&kv.key, kv.mod_revision)], success, failure: vec![] };

@@ -58,8 +58,12 @@ impl Redlock {
                 let (key, req) = (key.clone(), req.clone());
                 async move { n.redis.acquire_counted(&key, &req).await }
             };
+            // A hold others may give back waits for every node: their release comes on
+            // connections of their own, which the steps still answering on this client's
+            // would not order (a permit released by id there, then granted by the late
+            // step, would stay held on that node).
             let granted_by = |a: &[&Result<(Attempt, u64)>]| {
-                a.iter().filter(|a| matches!(a, Ok((Attempt::Granted { .. }, _)))).count() >= need
+                !req.shared && a.iter().filter(|a| matches!(a, Ok((Attempt::Granted { .. }, _)))).count() >= need
             };
             let (answers, late) = self.each_until(key, self.per_node(ttl), step, granted_by).await;
             let reentry = answers.iter().any(|a| matches!(a, Ok((Attempt::Granted { fresh: false, .. }, _))));

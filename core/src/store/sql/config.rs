@@ -14,10 +14,10 @@ pub(crate) enum SqlConfig {
     /// `sqlite:///path/file.db[?busy_timeout=]`.
     #[cfg(feature = "sqlite")]
     Sqlite(FileConfig),
-    /// `postgres[ql]://user:password@host:port/db`.
+    /// `postgres[ql]://user:password@host:port/db[?sslmode=&sslrootcert=]`.
     #[cfg(feature = "postgres")]
     Postgres(ServerConfig),
-    /// `mysql://user:password@host:port/db`.
+    /// `mysql://user:password@host:port/db[?ssl-mode=&ssl-ca=]`.
     #[cfg(feature = "mysql")]
     Mysql(ServerConfig),
 }
@@ -44,6 +44,8 @@ pub(crate) struct ServerConfig {
     pub(crate) database: String,
     pub(crate) user: Option<String>,
     password: Option<String>,
+    /// The TLS options, checked, as the driver reads them (`super::tls`).
+    tls: Vec<(&'static str, String)>,
 }
 
 impl SqlConfig {
@@ -104,23 +106,26 @@ impl FileConfig {
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 impl ServerConfig {
     fn from_url(url: &StoreUrl) -> Result<ServerConfig> {
-        url.check_options(&[COMMON_OPTIONS, &["scheme"]].concat())?;
-        Ok(ServerConfig::unchecked(url))
+        url.check_options(&[COMMON_OPTIONS, &["scheme"], &super::tls::options(url.scheme())].concat())?;
+        ServerConfig::unchecked(url)
     }
 
-    /// The server of `url`, whatever its options (the lock schemes check their own).
-    pub(crate) fn unchecked(url: &StoreUrl) -> ServerConfig {
-        ServerConfig {
+    /// The server of `url`, whatever its other options (the lock schemes check their
+    /// own); its TLS options are checked here.
+    pub(crate) fn unchecked(url: &StoreUrl) -> Result<ServerConfig> {
+        Ok(ServerConfig {
             shown: url.to_string(),
             hosts: url.hosts().to_owned(),
             database: url.path().to_owned(),
             user: url.user().map(str::to_owned),
             password: url.password().map(str::to_owned),
-        }
+            tls: super::tls::driver_options(url)?,
+        })
     }
 
-    /// The URL handed to the driver: `scheme://user:password@hosts/db` without baton's
-    /// own query options. It carries the password, so it never goes into a message.
+    /// The URL handed to the driver: `scheme://user:password@hosts/db`, with the TLS
+    /// options only of the query (baton's own are not the driver's). It carries the
+    /// password, so it never goes into a message.
     pub(crate) fn driver_url(&self, scheme: &str) -> String {
         let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20");
         let auth = match (&self.user, &self.password) {
@@ -128,7 +133,9 @@ impl ServerConfig {
             (Some(u), None) => format!("{}@", enc(u)),
             _ => String::new(),
         };
-        format!("{scheme}://{auth}{}{}", self.hosts, self.database)
+        let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&self.tls).finish();
+        let query = if query.is_empty() { query } else { format!("?{query}") };
+        format!("{scheme}://{auth}{}{}{query}", self.hosts, self.database)
     }
 }
 
@@ -164,5 +171,18 @@ mod tests {
         assert_eq!(c.driver_url("postgres"), "postgres://u:p%20w@h:5432/db");
         assert!(!format!("{c:?}").contains("p w") && !c.shown.contains("p%20w"), "{c:?}");
         assert_eq!(parse("postgres://h/db?busy_timeout=1s").unwrap_err().kind(), ErrorKind::InvalidUrl);
+    }
+
+    #[cfg(all(feature = "postgres", feature = "mysql"))]
+    #[test]
+    fn tls_options_go_to_the_driver_under_each_database_s_names() {
+        let SqlConfig::Postgres(c) = parse("postgres://u:p@h/db?sslmode=require&lease=5s").unwrap() else { panic!() };
+        assert_eq!(c.driver_url("postgres"), "postgres://u:p@h/db?sslmode=require");
+        let SqlConfig::Mysql(c) = parse("mysql://h/db?ssl-mode=required").unwrap() else { panic!() };
+        assert_eq!(c.driver_url("mysql"), "mysql://h/db?ssl-mode=REQUIRED");
+        // Each database's own spelling only: the other's is a typo here.
+        assert_eq!(parse("mysql://h/db?sslmode=require").unwrap_err().kind(), ErrorKind::InvalidUrl);
+        assert_eq!(parse("postgres://h/db?ssl-mode=REQUIRED").unwrap_err().kind(), ErrorKind::InvalidUrl);
+        assert_eq!(parse("postgres://h/db?sslmode=on").unwrap_err().kind(), ErrorKind::InvalidUrl);
     }
 }

@@ -15,45 +15,63 @@ pub(crate) struct Dialect {
     pub(crate) select: &'static str,
 }
 
-/// Implements `FenceOps` for a SQL store: `$pool` and `$err` (sqlx error → baton error)
-/// are expressions on `$s`, the store.
+/// Implements `FenceOps` for a SQL store of driver `$db`: `$pool` and `$err` (sqlx error →
+/// baton error) are expressions on `$s`, the store; `$on` is how a step runs on one pooled
+/// connection (`within_step_bound` for a server, whose route may be lost; `on_pooled` for
+/// a file).
 macro_rules! sql_fence {
-    ($store:ty, $d:expr, |$s:ident| $pool:expr, $err:expr) => {
+    ($store:ty, $db:ty, $d:expr, $on:ident, |$s:ident| $pool:expr, $err:expr) => {
         impl $store {
-            async fn fence_try_write(
-                &self,
+            async fn fence_update(
+                c: &mut sqlx::pool::PoolConnection<$db>,
                 key: &str,
                 value: &str,
                 token: i64,
             ) -> std::result::Result<bool, sqlx::Error> {
-                let $s = self;
-                let update = || sqlx::query($d.update).bind(value).bind(token).bind(key).bind(token).execute(&$pool);
-                if update().await?.rows_affected() > 0 {
+                let q = sqlx::query($d.update).bind(value).bind(token).bind(key).bind(token);
+                Ok(q.execute(&mut **c).await?.rows_affected() > 0)
+            }
+
+            async fn fence_try_write(
+                c: &mut sqlx::pool::PoolConnection<$db>,
+                key: &str,
+                value: &str,
+                token: i64,
+            ) -> std::result::Result<bool, sqlx::Error> {
+                if Self::fence_update(c, key, value, token).await? {
                     return Ok(true);
                 }
-                let insert = sqlx::query($d.insert).bind(key).bind(value).bind(token).execute(&$pool);
-                Ok(insert.await?.rows_affected() > 0 || update().await?.rows_affected() > 0)
+                let insert = sqlx::query($d.insert).bind(key).bind(value).bind(token).execute(&mut **c).await?;
+                Ok(insert.rows_affected() > 0 || Self::fence_update(c, key, value, token).await?)
             }
 
-            async fn fence_try_read(&self, key: &str) -> std::result::Result<Option<(String, i64)>, sqlx::Error> {
-                let $s = self;
-                sqlx::query_as($d.select).bind(key).fetch_optional(&$pool).await
+            async fn fence_op(
+                c: &mut sqlx::pool::PoolConnection<$db>,
+                op: &$crate::store::sql::fence::Op<'_>,
+            ) -> std::result::Result<$crate::store::sql::fence::Out, sqlx::Error> {
+                use $crate::store::sql::fence::{Op, Out};
+                Ok(match *op {
+                    Op::Write { key, value, token } => Out::Written(Self::fence_try_write(c, key, value, token).await?),
+                    Op::Read { key } => Out::Read(sqlx::query_as($d.select).bind(key).fetch_optional(&mut **c).await?),
+                })
             }
 
-            /// Runs `f`; on a database error (the table missing, first of all) makes the
-            /// table and runs it once more.
-            async fn fence_with_table<T, F: std::future::Future<Output = std::result::Result<T, sqlx::Error>>>(
+            /// Runs `op` on one pooled connection (see `$on`); on a database error (the
+            /// table missing, first of all) makes the table and runs it once more.
+            async fn fence_with_table(
                 &self,
-                f: impl Fn() -> F,
-            ) -> crate::error::Result<T> {
+                op: $crate::store::sql::fence::Op<'_>,
+            ) -> crate::error::Result<$crate::store::sql::fence::Out> {
                 let $s = self;
-                match f().await {
-                    Err(sqlx::Error::Database(_)) => {
-                        let _ = sqlx::query($d.create).execute(&$pool).await;
-                        f().await.map_err($err)
+                $on!($pool, $err, |c| async {
+                    match Self::fence_op(&mut c, &op).await {
+                        Err(sqlx::Error::Database(_)) => {
+                            let _ = sqlx::query($d.create).execute(&mut *c).await;
+                            Self::fence_op(&mut c, &op).await.map_err($err)
+                        }
+                        r => r.map_err($err),
                     }
-                    r => r.map_err($err),
-                }
+                })
             }
         }
 
@@ -63,24 +81,48 @@ macro_rules! sql_fence {
                 let token = i64::try_from(token).map_err(|_| {
                     crate::error::Error::invalid_argument(format!("token {token} does not fit a SQL BIGINT"))
                 })?;
-                self.fence_with_table(|| self.fence_try_write(key, value, token)).await
+                match self.fence_with_table($crate::store::sql::fence::Op::Write { key, value, token }).await? {
+                    $crate::store::sql::fence::Out::Written(w) => Ok(w),
+                    $crate::store::sql::fence::Out::Read(_) => {
+                        Err(crate::error::Error::backend("internal error: a read's answer to a write"))
+                    }
+                }
             }
 
             async fn read(&self, key: &str) -> crate::error::Result<Option<(String, u64)>> {
-                let got = self.fence_with_table(|| self.fence_try_read(key)).await?;
-                Ok(got.map(|(v, t)| (v, u64::try_from(t).unwrap_or(0))))
+                match self.fence_with_table($crate::store::sql::fence::Op::Read { key }).await? {
+                    $crate::store::sql::fence::Out::Read(got) => {
+                        Ok(got.map(|(v, t)| (v, u64::try_from(t).unwrap_or(0))))
+                    }
+                    $crate::store::sql::fence::Out::Written(_) => {
+                        Err(crate::error::Error::backend("internal error: a write's answer to a read"))
+                    }
+                }
             }
 
             async fn execute(&self, statement: &str) -> crate::error::Result<u64> {
                 let $s = self;
-                let done = sqlx::query(statement).execute(&$pool).await.map_err($err)?;
-                Ok(done.rows_affected())
+                $on!($pool, $err, |c| async {
+                    sqlx::query(statement).execute(&mut *c).await.map(|d| d.rows_affected()).map_err($err)
+                })
             }
         }
     };
 }
 
 pub(crate) use sql_fence;
+
+/// One fenced step, run by `sql_fence`'s stores on a pooled connection.
+pub(crate) enum Op<'a> {
+    Write { key: &'a str, value: &'a str, token: i64 },
+    Read { key: &'a str },
+}
+
+/// The answer to an [`Op`], of the same variant.
+pub(crate) enum Out {
+    Written(bool),
+    Read(Option<(String, i64)>),
+}
 
 #[cfg(feature = "sqlite")]
 pub(crate) const SQLITE: Dialect = Dialect {

@@ -13,11 +13,69 @@ pub(crate) mod postgres;
 pub(crate) mod scheme;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod tls;
 
 use super::wakes::Wakes;
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::{self, KeyState};
+
+/// How long a step of `postgres://` and `mysql://` (a connection taken from the pool, then
+/// its transaction) waits for the database's replies. A live step waits on another's row
+/// lock at most until the server ends a session gone silent inside its step (10 s idle,
+/// set on every connection), so a reply later than this means this step's own connection
+/// is cut off without a close (a lost route): the caller gets a `Connection` error and the
+/// connection is abandoned, never a call that hangs past its timeout.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) const STEP_BOUND: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The error of a step whose reply did not come within [`STEP_BOUND`].
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn stalled() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no reply within {} s: the connection to the database is cut off", STEP_BOUND.as_secs()),
+    ))
+}
+
+/// `$run` (borrowing the pool connection `$c`) within [`STEP_BOUND`]; a connection whose
+/// reply is late is abandoned (it may still carry that reply), the step fails with
+/// `$err(stalled())`. `$err` also maps the pool's error.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+macro_rules! within_step_bound {
+    ($pool:expr, $err:expr, |$c:ident| $run:expr) => {{
+        match $pool.acquire().await {
+            Err(e) => Err($err(e)),
+            Ok(mut $c) => {
+                let r = crate::rt::timeout(super::STEP_BOUND, $run).await;
+                match r {
+                    Ok(r) => r,
+                    Err(_) => {
+                        drop($c.detach());
+                        Err($err(super::stalled()))
+                    }
+                }
+            }
+        }
+    }};
+}
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+use within_step_bound;
+
+/// `$run` (borrowing the pool connection `$c`), unbounded: a local file has no route to
+/// lose, and a step may wait on another's lock for as long as `busy_timeout` says.
+#[cfg(feature = "sqlite")]
+macro_rules! on_pooled {
+    ($pool:expr, $err:expr, |$c:ident| $run:expr) => {{
+        match $pool.acquire().await {
+            Err(e) => Err($err(e)),
+            Ok(mut $c) => $run.await,
+        }
+    }};
+}
+#[cfg(feature = "sqlite")]
+use on_pooled;
 
 /// A key's state as stored (`None`: no row yet).
 pub(crate) fn decode(json: Option<&str>) -> Result<KeyState> {

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlPoolOptions};
 
 use super::config::{ServerConfig, SqlConfig};
-use super::{decode, driver_error, step};
+use super::{decode, driver_error, step, within_step_bound};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
@@ -107,10 +107,11 @@ impl Db {
     /// One attempt at a step; `Err(Ok(e))` is worth retrying (deadlock, lock timeout).
     async fn try_update<R>(
         &self,
+        conn: &mut MySqlConnection,
         key: &Key,
         f: &mut Option<Op<R>>,
     ) -> std::result::Result<super::Step<R>, std::result::Result<sqlx::Error, Error>> {
-        let mut tx = self.pool.begin().await.map_err(Ok)?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(Ok)?;
         let select =
             format!("SELECT state, version, {NOW_MS} FROM baton_state WHERE family = ? AND name = ? FOR UPDATE");
         let name = key.name.as_bytes();
@@ -125,10 +126,10 @@ impl Db {
             sqlx::query("INSERT IGNORE INTO baton_state (family, name, state) VALUES (?, ?, '{}')")
                 .bind(key.family.as_str())
                 .bind(name)
-                .execute(&self.pool)
+                .execute(&mut *conn)
                 .await
                 .map_err(Ok)?;
-            tx = self.pool.begin().await.map_err(Ok)?;
+            tx = sqlx::Connection::begin(&mut *conn).await.map_err(Ok)?;
             row = sqlx::query_as(&select)
                 .bind(key.family.as_str())
                 .bind(name)
@@ -162,13 +163,16 @@ fn retryable(e: &sqlx::Error) -> bool {
 
 #[async_trait]
 impl VersionSource for Db {
+    /// Within the step bound, as every step: a poll on a lost route must end too.
     async fn version(&self, key: &Key) -> Result<i64> {
-        let v: Option<i64> = sqlx::query_scalar("SELECT version FROM baton_state WHERE family = ? AND name = ?")
-            .bind(key.family.as_str())
-            .bind(key.name.as_bytes())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| self.err(e))?;
+        let v: Option<i64> = within_step_bound!(self.pool, |e| self.err(e), |c| async {
+            sqlx::query_scalar("SELECT version FROM baton_state WHERE family = ? AND name = ?")
+                .bind(key.family.as_str())
+                .bind(key.name.as_bytes())
+                .fetch_optional(&mut *c)
+                .await
+                .map_err(|e| self.err(e))
+        })?;
         Ok(v.unwrap_or(0))
     }
 }
@@ -179,7 +183,11 @@ impl StateStore for Mysql {
         let mut f = Some(f);
         let mut tries = 0;
         let step = loop {
-            match self.db.try_update(key, &mut f).await {
+            // Each try within the step bound, on a connection of its own (a deadlock
+            // victim's is fine to reuse, but a stalled one is abandoned).
+            let db = &self.db;
+            let tried = within_step_bound!(db.pool, Ok, |c| db.try_update(&mut c, key, &mut f));
+            match tried {
                 Ok(step) => break step,
                 // Only failures before the decision ran (`f` still there) may be retried.
                 Err(Ok(e)) if f.is_some() && retryable(&e) && tries + 1 < RETRIES => {
@@ -194,13 +202,12 @@ impl StateStore for Mysql {
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
+        let db = &self.db;
         let sql = format!("SELECT (SELECT state FROM baton_state WHERE family = ? AND name = ?), {NOW_MS}");
-        let (json, now): (Option<String>, i64) = sqlx::query_as(&sql)
-            .bind(key.family.as_str())
-            .bind(key.name.as_bytes())
-            .fetch_one(&self.db.pool)
-            .await
-            .map_err(|e| self.db.err(e))?;
+        let (json, now): (Option<String>, i64) = within_step_bound!(db.pool, |e| db.err(e), |c| async {
+            let q = sqlx::query_as(&sql).bind(key.family.as_str()).bind(key.name.as_bytes());
+            q.fetch_one(&mut *c).await.map_err(|e| db.err(e))
+        })?;
         Ok((decode(json.as_deref())?, u64::try_from(now).unwrap_or(0)))
     }
 
@@ -217,4 +224,4 @@ impl StateStore for Mysql {
     }
 }
 
-super::fence::sql_fence!(Mysql, super::fence::MYSQL, |s| s.db.pool, |e| s.db.err(e));
+super::fence::sql_fence!(Mysql, sqlx::MySql, super::fence::MYSQL, within_step_bound, |s| s.db.pool, |e| s.db.err(e));

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 
 use super::config::{ServerConfig, SqlConfig};
-use super::{decode, driver_error, step, write_state};
+use super::{decode, driver_error, step, within_step_bound, write_state};
 use crate::error::{Error, Result};
 use crate::key::{Family, Key};
 use crate::rt::{AbortOnDrop, Rt};
@@ -114,7 +114,36 @@ async fn listen(mut listener: PgListener, wakes: std::sync::Weak<Wakes>) {
 #[async_trait]
 impl StateStore for Postgres {
     async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        within_step_bound!(self.pool, |e| self.err(e), |c| self.step_on(&mut c, key, f))
+    }
+
+    async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
+        within_step_bound!(self.pool, |e| self.err(e), |c| self.read_on(&mut c, key))
+    }
+
+    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
+        Ok(Box::new(WatchSub(self.wakes.subscribe(key))))
+    }
+
+    async fn close(&self) {
+        let listener = self.listener.locked().take();
+        if let Some(mut task) = listener {
+            task.0.abort();
+            // Wait until the task (and the connection it holds) is really gone.
+            let _ = (&mut task.0).await;
+        }
+        self.pool.close().await;
+    }
+
+    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+        Some(self)
+    }
+}
+
+impl Postgres {
+    /// One step, on `conn`: one transaction that locks the key's row.
+    async fn step_on<R: Send + 'static>(&self, conn: &mut PgConnection, key: &Key, f: Op<R>) -> Result<R> {
+        let mut tx = sqlx::Connection::begin(conn).await.map_err(|e| self.err(e))?;
         let select =
             format!("SELECT state, version, {NOW_MS} FROM baton_state WHERE family = $1 AND name = $2 FOR UPDATE");
         let mut row: Option<(String, i64, i64)> = sqlx::query_as(&select)
@@ -157,34 +186,16 @@ impl StateStore for Postgres {
         Ok(step.committed(&self.wakes, key))
     }
 
-    async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
+    async fn read_on(&self, conn: &mut PgConnection, key: &Key) -> Result<(KeyState, u64)> {
         let sql = format!("SELECT (SELECT state FROM baton_state WHERE family = $1 AND name = $2), {NOW_MS}");
         let (json, now): (Option<String>, i64) = sqlx::query_as(&sql)
             .bind(key.family.as_str())
             .bind(&key.name)
-            .fetch_one(&self.pool)
+            .fetch_one(conn)
             .await
             .map_err(|e| self.err(e))?;
         Ok((decode(json.as_deref())?, u64::try_from(now).unwrap_or(0)))
     }
-
-    async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
-        Ok(Box::new(WatchSub(self.wakes.subscribe(key))))
-    }
-
-    async fn close(&self) {
-        let listener = self.listener.locked().take();
-        if let Some(mut task) = listener {
-            task.0.abort();
-            // Wait until the task (and the connection it holds) is really gone.
-            let _ = (&mut task.0).await;
-        }
-        self.pool.close().await;
-    }
-
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
-        Some(self)
-    }
 }
 
-super::fence::sql_fence!(Postgres, super::fence::POSTGRES, |s| s.pool, |e| s.err(e));
+super::fence::sql_fence!(Postgres, sqlx::Postgres, super::fence::POSTGRES, within_step_bound, |s| s.pool, |e| s.err(e));

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use super::config::{FileConfig, SqlConfig};
-use super::{decode, driver_error, step, write_state};
+use super::{decode, driver_error, on_pooled, step, write_state};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
@@ -180,7 +180,7 @@ impl StateStore for Sqlite {
     }
 }
 
-super::fence::sql_fence!(Sqlite, super::fence::SQLITE, |s| s.db.pool, |e| s.db.err(e));
+super::fence::sql_fence!(Sqlite, sqlx::Sqlite, super::fence::SQLITE, on_pooled, |s| s.db.pool, |e| s.db.err(e));
 
 #[cfg(test)]
 mod tests {

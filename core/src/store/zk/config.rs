@@ -1,5 +1,8 @@
 //! A ZooKeeper store URL: `zk://[user:password@]h1:2181,h2:2181[/chroot]` with the options
-//! `session_timeout`, `connect_timeout` and `timeout`, besides the common ones.
+//! `session_timeout`, `connect_timeout` and `timeout`, besides the common ones; `zks://`
+//! for TLS (ZooKeeper's `secureClientPort`), with `ca` (PEM file; default: the system's
+//! bundle) and, for servers that ask for client certificates (`ssl.clientAuth=need`,
+//! ZooKeeper's default), `cert` and `key` (PEM files).
 
 use std::time::Duration;
 
@@ -7,7 +10,17 @@ use super::path;
 use crate::error::{Error, Result};
 use crate::url::{COMMON_OPTIONS, StoreUrl};
 
-const OPTIONS: &[&str] = &["session_timeout", "connect_timeout", "timeout"];
+const OPTIONS: &[&str] = &["session_timeout", "connect_timeout", "timeout", "ca", "cert", "key"];
+/// Where Debian-family systems keep the trusted CAs, for `zks://` without `ca`.
+const SYSTEM_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// The TLS of a `zks://` URL, as PEM text.
+#[derive(Clone)]
+pub(crate) struct ZkTls {
+    pub(crate) ca: String,
+    /// The client's certificate and key.
+    pub(crate) identity: Option<(String, String)>,
+}
 /// Curator's default is 60 s. 30 s is baton's default lease, so a default hold keeps its
 /// whole lease (a hold is never counted on past the session timeout after its last
 /// renewal), and a crashed Curator holder (no baton lease on its node) frees sooner. The
@@ -30,6 +43,8 @@ pub(crate) struct ZkConfig {
     pub(crate) connect_timeout: Duration,
     /// Each request's bound.
     pub(crate) timeout: Duration,
+    /// `zks://`'s TLS.
+    pub(crate) tls: Option<ZkTls>,
     /// The URL with the password redacted, for messages.
     pub(crate) store: String,
 }
@@ -64,8 +79,10 @@ impl ZkConfig {
             (_, Some(_)) => return Err(Error::invalid_url(format!("{url}: a password needs a user name"))),
             _ => None,
         };
+        let tls = tls(url)?;
         Ok(ZkConfig {
             hosts: hosts.join(","),
+            tls,
             chroot,
             digest,
             session_timeout: url.duration_option("session_timeout", DEFAULT_SESSION)?,
@@ -74,6 +91,36 @@ impl ZkConfig {
             store: format!("zk {url}"),
         })
     }
+}
+
+/// `zks://`'s CA and client identity; `None` for `zk://` (where `cert`/`key`/`ca` are refused).
+fn tls(url: &StoreUrl) -> Result<Option<ZkTls>> {
+    let on = url.scheme() == "zks";
+    let ca = url.ca_pem(on, "zks://")?;
+    let pem = |opt: &str| -> Result<Option<String>> {
+        let Some(path) = url.option(opt) else { return Ok(None) };
+        if !on {
+            return Err(Error::invalid_argument(format!("option `{opt}` of {url} applies to zks:// only")));
+        }
+        std::fs::read_to_string(path).map(Some).map_err(|e| {
+            Error::invalid_argument(format!("option `{opt}` of {url}: cannot read the PEM file `{path}`: {e}"))
+        })
+    };
+    let identity = match (pem("cert")?, pem("key")?) {
+        (Some(c), Some(k)) => Some((c, k)),
+        (None, None) => None,
+        _ => return Err(Error::invalid_argument(format!("{url}: `cert` and `key` go together"))),
+    };
+    if !on {
+        return Ok(None);
+    }
+    let ca = match ca {
+        Some(pem) => String::from_utf8_lossy(&pem).into_owned(),
+        None => std::fs::read_to_string(SYSTEM_CA).map_err(|e| {
+            Error::invalid_argument(format!("{url}: no `ca` option and the system's CAs ({SYSTEM_CA}) unreadable: {e}"))
+        })?,
+    };
+    Ok(Some(ZkTls { ca, identity }))
 }
 
 /// `host[:port]` checked, with the default port added.
@@ -119,7 +166,20 @@ mod tests {
 
     #[test]
     fn refuses_bad_urls() {
-        for bad in ["zk://", "zk://h:0", "zk://h:x", "zk://h/a//b", "zk://h/a/..", "zk://h?nope=1", "zk://:pw@h"] {
+        for bad in [
+            "zk://",
+            "zk://h:0",
+            "zk://h:x",
+            "zk://h/a//b",
+            "zk://h/a/..",
+            "zk://h?nope=1",
+            "zk://:pw@h",
+            "zk://h?ca=/etc/hostname",
+            "zk://h?cert=/etc/hostname&key=/etc/hostname",
+            "zks://h?ca=/nonexistent/ca.pem",
+            "zks://h?ca=/etc/hostname",
+            "zks://h?cert=/etc/hostname",
+        ] {
             let e = cfg(bad).err().unwrap_or_else(|| panic!("{bad} accepted"));
             assert!(matches!(e.kind(), crate::ErrorKind::InvalidUrl | crate::ErrorKind::InvalidArgument), "{bad}: {e}");
             assert!(!e.to_string().contains("pw"), "{e}");

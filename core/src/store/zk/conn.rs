@@ -84,7 +84,21 @@ impl Conn {
             conn = conn.with_auth("digest", format!("{u}:{p}").as_bytes());
         }
         let bound = cfg.connect_timeout + cfg.session_timeout;
-        let c = match tokio::time::timeout(bound, conn.connect(&cfg.hosts)).await {
+        let connecting = match &cfg.tls {
+            Some(tls) => {
+                // rustls on the ring provider, as the Redis store's TLS: once per process,
+                // unless the application installed a provider of its own.
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let bad = |e: zk::Error| Error::invalid_argument(format!("{}: TLS: {e}", cfg.store));
+                let mut opts = zk::TlsOptions::new().with_pem_ca(&tls.ca).map_err(bad)?;
+                if let Some((cert, key)) = &tls.identity {
+                    opts = opts.with_pem_identity(cert, key).map_err(bad)?;
+                }
+                futures_util::future::Either::Left(conn.with_tls(opts).secure_connect(&cfg.hosts))
+            }
+            None => futures_util::future::Either::Right(conn.connect(&cfg.hosts)),
+        };
+        let c = match tokio::time::timeout(bound, connecting).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return Err(self.err("connect", e)),
             Err(_) => return Err(Error::connection(format!("{}: no session within {bound:?}", cfg.store))),

@@ -47,6 +47,11 @@ pub(crate) struct Mine {
 }
 
 impl Mine {
+    /// This node after a write of its own that left `stat` and `data` on it.
+    pub(crate) fn rewritten(self, stat: &zk::Stat, data: Data) -> Mine {
+        Mine { version: stat.version, mtime: stat.mtime, data, first: false, ..self }
+    }
+
     /// `e` after a write that left `stat` and `data` on it.
     pub(crate) fn of(dir: &str, e: &Entry, stat: &zk::Stat, data: Data) -> Mine {
         Mine {
@@ -242,6 +247,59 @@ pub(crate) async fn create(
         }
     }
     Err(crate::error::Error::backend(format!("{}: `{dir}` keeps vanishing", conn.cfg.store)))
+}
+
+/// `create`, with the directory's children listed in the same round trip: the list is sent
+/// behind the create without waiting for its reply, and ZooKeeper answers one session's
+/// requests in order, so the list already holds the new node (Curator waits for the create
+/// before it lists: one round trip more). A missing `dir` falls back to `create` (which
+/// makes it) and a list of its own. A failed list deletes the node again, so a first
+/// attempt leaves no node behind that nobody knows of.
+pub(crate) async fn create_and_list(
+    conn: &Conn,
+    c: &zk::Client,
+    dir: &str,
+    kind: Kind,
+    data: &Data,
+) -> Result<(zk::Stat, String, Vec<String>)> {
+    let p = path::create_path(dir, &data.holder, kind);
+    let opts = zk::CreateMode::EphemeralSequential.with_acls(conn.acls());
+    let created = c.create(&p, &data.bytes(), &opts);
+    let listed = c.list_children(dir);
+    let (stat, name) = match conn.bounded(created).await {
+        Ok((stat, seq)) => {
+            conn.saw_mtime(stat.mtime);
+            (stat, format!("{}{seq}", p.rsplit('/').next().unwrap_or_default()))
+        }
+        Err(zk::Error::NoNode) => {
+            drop(listed);
+            let (stat, name) = create(conn, c, dir, kind, data).await?;
+            let listed = c.list_children(dir);
+            return finish_list(conn, c, dir, stat, name, listed).await;
+        }
+        Err(e) => return Err(conn.err("create", e)),
+    };
+    finish_list(conn, c, dir, stat, name, listed).await
+}
+
+async fn finish_list(
+    conn: &Conn,
+    c: &zk::Client,
+    dir: &str,
+    stat: zk::Stat,
+    name: String,
+    listed: impl Future<Output = std::result::Result<Vec<String>, zk::Error>>,
+) -> Result<(zk::Stat, String, Vec<String>)> {
+    match conn.bounded(listed).await {
+        Ok(children) => Ok((stat, name, children)),
+        Err(e) => {
+            // Best effort, guarded on the created version (a shared owner's client may have
+            // re-entered it meanwhile): the connection that failed the list may fail this
+            // too, and the node then goes with the session or is found by its holder id.
+            let _ = conn.bounded(c.delete(&format!("{dir}/{name}"), Some(stat.version))).await;
+            Err(conn.err("list", e))
+        }
+    }
 }
 
 /// Makes `dir` and its parents as containers (ZooKeeper deletes an empty container later).

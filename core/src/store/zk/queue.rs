@@ -96,7 +96,7 @@ fn writer_of(req: &Request) -> Option<&str> {
 ///
 /// A waiting lock or writer that knows of no node of its holder here starts as Curator
 /// does: it creates its node (as held) and lists the queue, and holds when nothing precedes
-/// it, two requests. Any other attempt, and one that finds others ahead, reads the queue
+/// it, two requests in one round trip. Any other attempt, and one that finds others ahead, reads the queue
 /// with its nodes' data (`step`).
 pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Attempt> {
     let c = conn.client().await?;
@@ -104,11 +104,7 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
     let mut created = None;
     if req.enqueue && kind != Kind::Read && !conn.knows(&q.dir, &req.holder) {
         let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms };
-        let (stat, name) = entries::create(conn, &c, &q.dir, kind, &data).await?;
-        let children = match conn.bounded(c.list_children(&q.dir)).await {
-            Ok(v) => v,
-            Err(e) => return Err(conn.err("list", e)),
-        };
+        let (stat, name, children) = entries::create_and_list(conn, &c, &q.dir, kind, &data).await?;
         if path::contenders(&children, q.kinds).first().is_some_and(|n| n.name == name) {
             let path = format!("{}/{name}", q.dir);
             let m =
@@ -129,11 +125,7 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
             Ok(stat) => {
                 conn.saw_mtime(stat.mtime);
                 let token = u64::try_from(m.czxid).unwrap_or(0);
-                conn.remember(
-                    &q.dir,
-                    &req.holder,
-                    Mine { version: stat.version, mtime: stat.mtime, data, first: false, ..m },
-                );
+                conn.remember(&q.dir, &req.holder, m.rewritten(&stat, data));
                 return Ok(Attempt::Granted { token, count: 1, fresh: true });
             }
             Err(zk::Error::BadVersion | zk::Error::NoNode) => {}
@@ -296,11 +288,7 @@ pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -
         match conn.bounded(c.set_data(&m.path, &nd.bytes(), Some(m.version))).await {
             Ok(stat) => {
                 conn.saw_mtime(stat.mtime);
-                conn.remember(
-                    &q.dir,
-                    holder,
-                    Mine { version: stat.version, mtime: stat.mtime, data: nd, first: false, ..m },
-                );
+                conn.remember(&q.dir, holder, m.rewritten(&stat, nd));
                 return Ok(true);
             }
             Err(zk::Error::NoNode) => return Ok(false),

@@ -33,9 +33,14 @@ pub async fn all_or_nothing(store: &Store) {
     assert!(b.lock(&names[1]).try_acquire().await.unwrap().is_some());
 }
 
-/// Multi-locks over the same names given in opposite orders never deadlock.
+/// Multi-locks over the same names given in opposite orders never deadlock. A run past
+/// the bound says how far it got and its slowest steps (a stall, not a deadlock, shows as
+/// a few long steps among many short ones).
 pub async fn no_deadlock(store: &Store) {
     let names: Vec<String> = (0..3).map(|i| unique(&format!("dl{i}"))).collect();
+    // (task, round, "acquire"/"release", how long) of every step.
+    type Step = (usize, usize, &'static str, Duration);
+    let steps: Arc<std::sync::Mutex<Vec<Step>>> = Arc::default();
     let mut tasks = Vec::new();
     for t in 0..6 {
         let c = store.client().await;
@@ -43,20 +48,34 @@ pub async fn no_deadlock(store: &Store) {
         if t % 2 == 1 {
             mine.reverse();
         }
+        let steps = steps.clone();
         tasks.push(tokio::spawn(async move {
-            for _ in 0..20 {
+            for round in 0..20 {
+                let t0 = Instant::now();
                 let g = MultiLock::new(mine.iter().map(|n| c.lock(n))).acquire().await.unwrap();
+                let t1 = Instant::now();
                 tokio::task::yield_now().await;
                 g.release().await.unwrap();
+                let mut s = steps.lock().unwrap();
+                s.push((t, round, "acquire", t1 - t0));
+                s.push((t, round, "release", t1.elapsed()));
             }
         }));
     }
-    bounded("120 multi-lock rounds", Duration::from_secs(60), async {
+    let all = async {
         for t in tasks {
             t.await.unwrap();
         }
-    })
-    .await;
+    };
+    if tokio::time::timeout(Duration::from_secs(60), all).await.is_err() {
+        let mut s = steps.lock().unwrap().clone();
+        let done = s.len() / 2;
+        s.sort_by_key(|x| std::cmp::Reverse(x.3));
+        s.truncate(8);
+        panic!(
+            "120 multi-lock rounds took longer than 60s: {done} done; slowest steps (task, round, step, time): {s:?}"
+        );
+    }
 }
 
 /// `acquire_timeout` with one lock busy: `Timeout` after about the timeout and nothing

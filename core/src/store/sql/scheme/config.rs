@@ -111,6 +111,8 @@ impl SchemeConfig {
         let mut known = COMMON_OPTIONS.to_vec();
         known.push("scheme");
         known.extend(scheme.options());
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        known.extend(super::super::tls::options(url.scheme()));
         if sqlite {
             known.push("busy_timeout");
         }
@@ -203,5 +205,8 @@ mod tests {
         assert_eq!(parse("sqlite:///tmp/x.db?scheme=advisory").unwrap_err().kind(), ErrorKind::Unsupported);
         assert_eq!(parse("sqlite:///tmp/x.db?scheme=for-update").unwrap_err().kind(), ErrorKind::Unsupported);
         assert!(parse("sqlite:///tmp/x.db?scheme=optimistic&busy_timeout=1s").is_ok());
+        assert!(parse("postgres://h/db?scheme=advisory&sslmode=require").is_ok());
+        assert!(parse("mysql://h/db?scheme=for-update&ssl-mode=REQUIRED").is_ok());
+        assert_eq!(parse("sqlite:///tmp/x.db?scheme=table&sslmode=require").unwrap_err().kind(), ErrorKind::InvalidUrl);
     }
 }

@@ -253,6 +253,19 @@ impl Conn {
         })
     }
 
+    /// Drops the connection at once, without a word to the server: for one whose reply
+    /// never came, which the pool must not hand out again.
+    fn abandon(self) {
+        match self {
+            #[cfg(feature = "postgres")]
+            Conn::Pg(c) => drop(c.detach()),
+            #[cfg(feature = "mysql")]
+            Conn::My(c) => drop(c.detach()),
+            #[cfg(feature = "sqlite")]
+            Conn::Lite(c) => drop(c.detach()),
+        }
+    }
+
     /// Closes the connection instead of giving it back (the server then ends its
     /// session, and every lock the session held).
     pub(crate) async fn close(self) {
@@ -366,15 +379,15 @@ impl Pool {
     // it is run again (InnoDB picks victims among single statements too, where a unique
     // secondary index sees an insert and a delete at once).
     pub(crate) async fn exec(&self, sql: &str, args: &[Arg<'_>]) -> std::result::Result<Done, sqlx::Error> {
-        retry(|| async { self.conn().await?.ex().exec(sql, args).await }).await
+        retry(|| async { bounded!(self, |c| c.ex().exec(sql, args)) }).await
     }
 
     pub(crate) async fn opt<T: Row>(&self, sql: &str, args: &[Arg<'_>]) -> std::result::Result<Option<T>, sqlx::Error> {
-        retry(|| async { self.conn().await?.ex().opt(sql, args).await }).await
+        retry(|| async { bounded!(self, |c| c.ex().opt(sql, args)) }).await
     }
 
     pub(crate) async fn one<T: Row>(&self, sql: &str, args: &[Arg<'_>]) -> std::result::Result<T, sqlx::Error> {
-        retry(|| async { self.conn().await?.ex().one(sql, args).await }).await
+        retry(|| async { bounded!(self, |c| c.ex().one(sql, args)) }).await
     }
 
     pub(crate) async fn close(&self) {
@@ -388,6 +401,38 @@ impl Pool {
         }
     }
 }
+
+/// How long a pooled step waits for its statement's reply.
+/// A step of these schemes is one short statement (none waits on another's lock for
+/// long), so a reply this late means a connection cut off without a close (a lost route):
+/// the caller gets a `Connection` error, never a call that hangs past its timeout.
+const STEP_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn stalled() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no reply within {} s: the connection to the database is cut off", STEP_BOUND.as_secs()),
+    ))
+}
+
+/// `$run` on a pooled connection, its reply within [`STEP_BOUND`]; a connection whose
+/// reply is late is abandoned (it may still carry that reply).
+macro_rules! bounded {
+    ($pool:expr, |$c:ident| $run:expr) => {{
+        // Waiting for a pooled connection is bounded by the pool (`acquire_timeout`), and
+        // may be long for good reasons (a batch of renewals on a small pool).
+        let mut $c = $pool.conn().await?;
+        let r = tokio::time::timeout(STEP_BOUND, $run).await;
+        match r {
+            Ok(r) => r,
+            Err(_) => {
+                $c.abandon();
+                Err(stalled())
+            }
+        }
+    }};
+}
+use bounded;
 
 /// Runs `f` again when it was chosen as a deadlock victim (a few times, briefly apart).
 async fn retry<T, F, Fut>(mut f: F) -> std::result::Result<T, sqlx::Error>

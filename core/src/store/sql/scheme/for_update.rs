@@ -43,21 +43,82 @@ impl ForUpdate {
 
     /// Makes the name's row if it is missing, in a statement of its own (an insert inside
     /// the locking transaction would take InnoDB gap locks that deadlock).
-    async fn ensure_row(&self, pool: &Pool, name: &str) -> sqlx::Result<bool> {
+    async fn ensure_row(&self, pool: &Pool, name: &str) -> sqlx::Result<Row> {
         use crate::sync::LockExt;
         if self.rows.locked().contains(name) {
-            return Ok(true);
+            return Ok(Row::Was);
         }
         let (n,): (i64,) = pool.one(&self.exists, &[Arg::S(name)]).await?;
-        if n == 0 {
-            pool.exec(&self.insert, &[Arg::S(name)]).await?;
+        let row = if n > 0 {
+            Row::Was
+        } else {
+            #[cfg(feature = "mysql")]
+            let made = if self.d == Dialect::Mysql {
+                self.insert_no_wait(pool, name).await?
+            } else {
+                pool.exec(&self.insert, &[Arg::S(name)]).await.map(|_| Row::Made)?
+            };
+            #[cfg(not(feature = "mysql"))]
+            let made = pool.exec(&self.insert, &[Arg::S(name)]).await.map(|_| Row::Made)?;
+            made
+        };
+        if row != Row::Unsure {
+            let mut rows = self.rows.locked();
+            if rows.len() >= 10_000 {
+                rows.clear();
+            }
+            rows.insert(name.to_owned());
         }
-        let mut rows = self.rows.locked();
-        if rows.len() >= 10_000 {
-            rows.clear();
+        Ok(row)
+    }
+}
+
+/// What [`ForUpdate::ensure_row`] knows of a name's row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Row {
+    /// It was there already.
+    Was,
+    /// This call made it (or found it made by another in the meantime).
+    Made,
+    /// MySQL's insert met another session's lock: the row may be another session's
+    /// uncommitted insert, or missing, the lock a gap lock on where it would go (a
+    /// duplicate check's, a locking read of a missing row). Not remembered; the attempt
+    /// counts as busy and the next one looks again.
+    Unsure,
+}
+
+#[cfg(feature = "mysql")]
+impl ForUpdate {
+    /// MySQL's `INSERT IGNORE` of the name's row without waiting: its duplicate check
+    /// takes a shared lock on an existing row, so when another client made the row between
+    /// our count and our insert and already holds it (`FOR UPDATE`), the insert would wait
+    /// for the hold to end (up to `innodb_lock_wait_timeout`, 50 s by default; the lab's
+    /// race of 4 first-time contenders saw a "try" blocked for the holder's whole lease).
+    /// The session's lock wait is 0 for that one statement (MariaDB: no wait; MySQL clamps
+    /// it to its minimum, 1 s). A lock wait timeout does not prove the row exists: taking
+    /// it for "exists" once made a missing row look present forever, every attempt busy
+    /// (a fresh table, whose few rows leave wide gaps, hit that in CI).
+    async fn insert_no_wait(&self, pool: &Pool, name: &str) -> sqlx::Result<Row> {
+        let mut conn = pool.conn().await?;
+        conn.ex().exec("SET SESSION innodb_lock_wait_timeout = 0", &[]).await?;
+        let done = conn.ex().exec(&self.insert, &[Arg::S(name)]).await;
+        if conn
+            .ex()
+            .exec("SET SESSION innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout", &[])
+            .await
+            .is_err()
+        {
+            // Never back to the pool with no lock wait at all.
+            conn.close().await;
         }
-        rows.insert(name.to_owned());
-        Ok(n > 0)
+        match done {
+            Err(sqlx::Error::Database(d))
+                if d.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>().is_some_and(|e| e.number() == 1205) =>
+            {
+                Ok(Row::Unsure)
+            }
+            r => r.map(|_| Row::Made),
+        }
     }
 }
 
@@ -73,7 +134,11 @@ pub(crate) const MYSQL_RESET: &str = "SET SESSION wait_timeout = @@GLOBAL.wait_t
 #[async_trait]
 impl Session for ForUpdate {
     async fn take(&self, conns: &Conns, conn: Conn, name: &str, lease_ms: u64) -> sqlx::Result<Option<(Held, i64)>> {
-        self.ensure_row(&conns.pool, name).await?;
+        if self.ensure_row(&conns.pool, name).await? == Row::Unsure {
+            // No locking read of a row that may be missing: on MySQL it would take a gap
+            // lock, on which other sessions' first inserts fail in turn.
+            return Ok(None);
+        }
         let mut held = Held::Tx(conn.begin().await?);
         let got: Option<(i32, i64)> = held.ex().opt(&self.lock, &[Arg::S(name)]).await?;
         match (got, held) {
@@ -102,7 +167,8 @@ impl Session for ForUpdate {
     }
 
     async fn holder(&self, pool: &Pool, name: &str) -> sqlx::Result<Option<i64>> {
-        if !self.ensure_row(pool, name).await? {
+        if self.ensure_row(pool, name).await? != Row::Was {
+            // Made just now, or not known to be there (no locking read of a missing row).
             return Ok(None);
         }
         // A row this transaction cannot lock at once is locked by another one.

@@ -56,6 +56,13 @@ pub(crate) trait LockScheme: Send + Sync + 'static {
     /// A number that changes whenever the lock may have been freed (waiters poll it).
     async fn version(&self, name: &str) -> Result<i64>;
     async fn close(&self);
+    /// The statements one uncontended acquire + release of `name` sends, each timed raw
+    /// on the scheme's own connections (feature `bench`; `Client::yardsticks`).
+    #[cfg(feature = "bench")]
+    async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
+        let _ = name;
+        Ok(Vec::new())
+    }
 }
 
 /// A store speaking one lock scheme.
@@ -130,7 +137,7 @@ async fn connect(url: &StoreUrl, cfg: &SchemeConfig, max: u32, store: &str) -> R
     match url.scheme() {
         #[cfg(feature = "postgres")]
         "postgres" | "postgresql" => {
-            let server = super::config::ServerConfig::unchecked(url);
+            let server = super::config::ServerConfig::unchecked(url)?;
             let pool = sqlx::postgres::PgPoolOptions::new()
                 .max_connections(max)
                 .acquire_timeout(Duration::from_secs(10))
@@ -141,7 +148,7 @@ async fn connect(url: &StoreUrl, cfg: &SchemeConfig, max: u32, store: &str) -> R
         }
         #[cfg(feature = "mysql")]
         "mysql" => {
-            let server = super::config::ServerConfig::unchecked(url);
+            let server = super::config::ServerConfig::unchecked(url)?;
             let pool = sqlx::mysql::MySqlPoolOptions::new()
                 .max_connections(max)
                 .acquire_timeout(Duration::from_secs(10))
@@ -254,5 +261,18 @@ impl Store for SchemeStore {
 
     async fn close(&self) {
         self.imp.close().await;
+    }
+
+    #[cfg(feature = "bench")]
+    fn diagnostics(&self) -> Option<&dyn crate::store::Diagnostics> {
+        Some(self)
+    }
+}
+
+#[cfg(feature = "bench")]
+#[async_trait]
+impl crate::store::Diagnostics for SchemeStore {
+    async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
+        self.imp.yardsticks(name).await
     }
 }

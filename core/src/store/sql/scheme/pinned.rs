@@ -181,10 +181,22 @@ impl<S: Session> LockScheme for Pinned<S> {
             return Ok(Released::StillHeld(h.count));
         }
         let Some(h) = g.take() else { return Ok(Released::NotHeld) };
-        match self.s.give_back(h.held, name).await {
-            Ok(()) => {
-                let e = err(&self.c.store);
-                fence::released(&self.c.pool, &self.fence_table, name, h.session).await.map_err(e)?;
+        let mark = fence::released(&self.c.pool, &self.fence_table, name, h.session);
+        let gave = if self.s.cheap_holder() {
+            // Waiters poll the lock itself, not the mark: both at once, each on its own
+            // connection (one round trip less).
+            let (gave, marked) = tokio::join!(self.s.give_back(h.held, name), mark);
+            gave.map(|()| marked)
+        } else {
+            // Waiters poll the mark: it must not say free before the lock is.
+            match self.s.give_back(h.held, name).await {
+                Ok(()) => Ok(mark.await),
+                Err(x) => Err(x),
+            }
+        };
+        match gave {
+            Ok(marked) => {
+                marked.map_err(err(&self.c.store))?;
                 Ok(Released::Freed)
             }
             // The session died before: the lock was lost then, not released now.
@@ -242,6 +254,30 @@ impl<S: Session> LockScheme for Pinned<S> {
         }
         self.pinned.close().await;
         self.c.pool.close().await;
+    }
+
+    /// An uncontended cycle's statements, one after the other: the pool checkout of the
+    /// connection to pin, the scheme's take (its lock statement and the session's lease),
+    /// the counter, the give-back and the counter row's release mark.
+    #[cfg(feature = "bench")]
+    async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
+        let e = err(&self.c.store);
+        let mut t = crate::store::Stopwatch::start();
+        let conn = self.pinned.conn_now().await.map_err(&e)?.ok_or_else(|| self.exhausted())?;
+        t.lap("checkout");
+        let Some((held, session)) = self.s.take(&self.c, conn, name, 30_000).await.map_err(&e)? else {
+            return Err(Error::backend(format!("{}: the yardstick's name `{name}` is held", self.c.store)));
+        };
+        t.lap("take");
+        let token = fence::next(&self.c.pool, &self.fence_table, name, "yardstick", Some(session)).await;
+        t.lap("token");
+        self.s.give_back(held, name).await.map_err(&e)?;
+        t.lap("give_back");
+        let marked = fence::released(&self.c.pool, &self.fence_table, name, session).await;
+        t.lap("released");
+        token.map_err(&e)?;
+        marked.map_err(&e)?;
+        Ok(t.laps())
     }
 }
 

@@ -212,4 +212,26 @@ impl LockScheme for Table {
     async fn close(&self) {
         self.c.pool.close().await;
     }
+
+    /// An uncontended cycle's statements: the read, the insert, the counter and the
+    /// token written into the row; the count read and the delete.
+    #[cfg(feature = "bench")]
+    async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, std::time::Duration)>> {
+        let (pool, e, s) = (&self.c.pool, err(&self.c.store), &self.sql);
+        let holder = "yardstick";
+        let mut t = crate::store::Stopwatch::start();
+        pool.opt::<Row>(&s.read, &[Arg::S(name)]).await.map_err(&e)?;
+        t.lap("read");
+        pool.exec(&s.insert, &[Arg::S(name), Arg::S(holder), Arg::I(30_000)]).await.map_err(&e)?;
+        t.lap("insert");
+        let token = fence::next(pool, &self.n.fence_table, name, holder, None).await.map_err(&e)?;
+        t.lap("token");
+        pool.exec(&s.set_token, &[Arg::I(ms(token)), Arg::S(name), Arg::S(holder)]).await.map_err(&e)?;
+        t.lap("set_token");
+        pool.opt::<(i64,)>(&s.count, &[Arg::S(name), Arg::S(holder)]).await.map_err(&e)?;
+        t.lap("count");
+        pool.exec(&s.delete, &[Arg::S(name), Arg::S(holder)]).await.map_err(&e)?;
+        t.lap("delete");
+        Ok(t.laps())
+    }
 }

@@ -65,7 +65,7 @@ impl Redlock {
             let granted_by = |a: &[&Result<(Attempt, u64)>]| {
                 !req.shared && a.iter().filter(|a| matches!(a, Ok((Attempt::Granted { .. }, _)))).count() >= need
             };
-            let (answers, late) = self.each_until(key, self.per_node(ttl), step, granted_by).await;
+            let (answers, late) = self.each_until(key, self.per_node(ttl), false, step, granted_by).await;
             let reentry = answers.iter().any(|a| matches!(a, Ok((Attempt::Granted { fresh: false, .. }, _))));
             let mut tally = Tally { nodes: n, granted: 0, busy: 0 };
             let (mut retry_ms, mut first_err) = (None::<u64>, None::<Error>);
@@ -123,7 +123,10 @@ impl Redlock {
         let count = if reentry { 1 } else { u32::MAX };
         join_all(self.nodes.iter().zip(answers).filter_map(|(n, a)| {
             let took = matches!(a, Ok((Attempt::Granted { .. }, _))) || (!reentry && a.is_err());
-            took.then(|| n.step(Some(key), limit, n.redis.release(key, holder, count)))
+            took.then(|| {
+                let (node, k, holder) = (n.clone(), key.clone(), holder.to_owned());
+                n.step_landing(key, limit, async move { node.redis.release(&k, &holder, count).await })
+            })
         }))
         .await;
     }

@@ -32,11 +32,13 @@ impl Redlock {
     /// then cost nothing. The others finish in a task of their own; their commands went
     /// out first on their node's connection, so a later step of this client reaches each
     /// node after them. An answer not waited for reads as `Connection` (it may land); it
-    /// comes later on that node's receiver (`Late`).
+    /// comes later on that node's receiver (`Late`). With `land`, each node's step goes
+    /// out even after `limit` (`Node::step_landing`: a release).
     pub(super) async fn each_until<T, F, Fut>(
         &self,
         key: &Key,
         limit: Duration,
+        land: bool,
         step: F,
         decided: impl Fn(&[&Result<T>]) -> bool,
     ) -> (Vec<Result<T>>, Late<T>)
@@ -51,7 +53,13 @@ impl Redlock {
             .enumerate()
             .map(|(i, n)| {
                 let (n, key, fut) = (n.clone(), key.clone(), step(n.clone()));
-                async move { (i, n.step(Some(&key), limit, fut).await) }
+                async move {
+                    let r = match land {
+                        true => n.step_landing(&key, limit, fut).await,
+                        false => n.step(Some(&key), limit, fut).await,
+                    };
+                    (i, r)
+                }
             })
             .collect();
         let mut answered: Vec<(usize, Result<T>)> = Vec::with_capacity(self.nodes.len());
@@ -64,7 +72,11 @@ impl Redlock {
                     .nodes
                     .iter()
                     .enumerate()
-                    .map(|(i, n)| answered.iter().all(|(a, _)| *a != i).then(|| n.behind.straggling(key)).flatten())
+                    // A landing step holds its node's turn itself, to its end.
+                    .map(|(i, n)| {
+                        let behind = !land && answered.iter().all(|(a, _)| *a != i);
+                        behind.then(|| n.behind.straggling(key)).flatten()
+                    })
                     .collect();
                 let mut tell: Vec<_> = (0..self.nodes.len())
                     .map(|i| {

@@ -138,7 +138,7 @@ impl Store for Redlock {
             async move { n.redis.renew(&key, &holder, lease).await }
         };
         let renewed_by = |a: &[&Result<bool>]| a.iter().filter(|a| matches!(a, Ok(true))).count() >= need;
-        let (answers, _) = self.each_until(key, self.per_node(lease), step, renewed_by).await;
+        let (answers, _) = self.each_until(key, self.per_node(lease), false, step, renewed_by).await;
         let renewed = answers.iter().filter(|a| matches!(a, Ok(true))).count();
         let gone = answers.iter().filter(|a| matches!(a, Ok(false))).count();
         if renewed >= need {
@@ -194,7 +194,7 @@ impl Store for Redlock {
             a.iter().filter(|a| a.is_ok()).count() >= need
                 && a.iter().any(|a| matches!(a, Ok(r) if *r != Released::NotHeld))
         };
-        let (answers, _) = self.each_until(key, self.step_limit(), step, settled).await;
+        let (answers, _) = self.each_until(key, self.step_limit(), true, step, settled).await;
         let mut out: Option<Released> = None;
         let mut first_err = None;
         for a in answers {

@@ -3,6 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::oneshot;
+use tokio::time::error::Elapsed;
+
+use super::config::BEHIND_TIMEOUT;
 use super::gate::{Turns, after};
 use crate::error::{Error, Result};
 use crate::key::Key;
@@ -32,7 +36,25 @@ impl Node {
         let ahead = key.and_then(|k| self.behind.ahead(k));
         match tokio::time::timeout(limit, after(ahead, step)).await {
             Ok(r) => r,
-            Err(_) => Err(Error::connection(format!("Redis node {}: no answer within {limit:?}", self.at))),
+            Err(_) => Err(self.no_answer(limit)),
+        }
+    }
+
+    /// As `step`, for a step that must reach the node even when the steps ahead of it on
+    /// `key` outlast `limit` (a release: a hold it misses stays until its lease ends). It
+    /// takes its turn on `key` at once, so later steps wait for it; past `limit` the
+    /// caller reads `Connection`, and the step still goes out after the steps ahead of it,
+    /// in the background, bounded by `BEHIND_TIMEOUT`.
+    pub(super) async fn step_landing<T: Send + 'static>(
+        self: &Arc<Self>,
+        key: &Key,
+        limit: Duration,
+        step: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        let answer = self.in_turn(key, limit.max(BEHIND_TIMEOUT), step);
+        match tokio::time::timeout(limit, answer).await {
+            Ok(Ok(Ok(r))) => r,
+            _ => Err(self.no_answer(limit)),
         }
     }
 
@@ -44,13 +66,31 @@ impl Node {
         limit: Duration,
         step: impl Future<Output = Result<T>> + Send + 'static,
     ) {
+        drop(self.in_turn(key, limit, step));
+    }
+
+    /// Runs `step` in a task of its own once the steps ahead of it on `key` have ended,
+    /// holding `key`'s turn until it ends (bounded by `bound`); its answer, if it came.
+    fn in_turn<T: Send + 'static>(
+        self: &Arc<Self>,
+        key: &Key,
+        bound: Duration,
+        step: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> oneshot::Receiver<std::result::Result<Result<T>, Elapsed>> {
         // Looked up before this step takes its own turn, which it must not wait for.
         let ahead = self.behind.ahead(key);
         let turn = self.behind.straggling(key);
+        let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
             // No answer in time: it may land later, still before any later step (sent after).
-            let _ = tokio::time::timeout(limit, after(ahead, step)).await;
+            let r = tokio::time::timeout(bound, after(ahead, step)).await;
             drop(turn);
+            let _ = tx.send(r);
         });
+        rx
+    }
+
+    fn no_answer(&self, limit: Duration) -> Error {
+        Error::connection(format!("Redis node {}: no answer within {limit:?}", self.at))
     }
 }

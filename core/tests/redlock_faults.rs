@@ -180,6 +180,51 @@ async fn a_release_waiting_behind_a_frozen_node_still_lands() {
     c.close().await;
 }
 
+/// A split vote: another client holds two nodes and one node is down, so every round ends
+/// with two grants and two refusals, a quorum for neither. The round's grants are given
+/// back and the round tried again after `retry_delay` (+ `retry_jitter`, 0 here), exactly
+/// `retry_count` times, then the answer is busy: the retry bound, pinned by the rounds
+/// counted on a node (each round runs the acquire script there and the give-back after
+/// it) and by the time taken (at least the three pauses).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_vote_is_retried_retry_count_times_then_busy() {
+    if !tools_present(&["redis-server"]) {
+        return;
+    }
+    let (mut nodes, url) = five();
+    let url = url.replace("retry_delay=20ms&retry_jitter=20ms", "retry_delay=200ms&retry_jitter=0ms&retry_count=3");
+    let c = Client::connect(&url).await.unwrap();
+    let name = unique("rl-split");
+    // Connections and scripts in place first, so that only the rounds below are counted.
+    c.lock(&name).acquire().await.unwrap().release().await.unwrap();
+    c.settled().await;
+    nodes[4].kill();
+    // Another client's hold on nodes 0 and 1 (Redisson's layout: its owner's hold count).
+    for i in [0, 1] {
+        let mut admin = nodes[i].admin();
+        let _: () = redis::pipe().hset(&name, "other-client:1", 1).pexpire(&name, 30_000).query(&mut admin).unwrap();
+    }
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut nodes[2].admin()).unwrap();
+    let t0 = Instant::now();
+    let got = bounded("try_acquire on a split vote", Duration::from_secs(20), c.lock(&name).try_acquire()).await;
+    let took = t0.elapsed();
+    assert!(got.unwrap().is_none(), "two grants of five are no grant");
+    c.settled().await;
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut nodes[2].admin()).unwrap();
+    let calls = |cmd: &str| {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
+            .map_or(0, |rest| rest.split(',').next().unwrap().parse::<u64>().unwrap())
+    };
+    // 1 round + 3 retries, each an acquire script and its give-back on this node.
+    assert_eq!(calls("evalsha"), 8, "{stats}");
+    // Three pauses of 200 ms between the four rounds; the upper bound is `bounded`'s.
+    assert!(took >= Duration::from_millis(600), "retried without pausing: {took:?}");
+    assert!(!nodes[2].exists(&name), "the split round's grant was given back");
+    c.close().await;
+}
+
 /// A permit released by id from another client while one node is slow (frozen for
 /// 400 ms, well within the node timeout): the grant returns only once every node answered,
 /// the slow one too, so the release from the other client's connection reaches each node

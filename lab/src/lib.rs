@@ -66,7 +66,7 @@ pub use getset_timestamp::GetsetTimestamp;
 pub use hooks::{Gate, Hooks, Point};
 pub use matrix::{Cell, Flaw, Matrix, Property, Row};
 pub use port::free_loopback_port;
-pub use servers::{OwnRedis, TlsFiles, redis_server_available};
+pub use servers::{FakeClock, OwnRedis, TlsFiles, faketime_available, faketime_lib, redis_server_available};
 pub use set_nx_px::SetNxPx;
 pub use set_nx_px_lua::SetNxPxLua;
 pub use set_nx_px_owned::SetNxPxOwned;

@@ -56,6 +56,9 @@ pub enum Flaw {
     RaceDoubleGrant,
     /// A client whose clock ran ahead took over a live lock.
     ClockJumpTakeover,
+    /// The server's clock stepped forward: it expired a live lock, and another client was
+    /// granted it.
+    ServerClockStep,
     /// A holder's release after its lease ended deleted its successor's lock.
     LateReleaseFreedSuccessor,
     /// A holder delayed between its owner check and its delete deleted its successor's lock.

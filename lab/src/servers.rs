@@ -4,7 +4,7 @@
 //! setups on the same type. Each is killed (this child only, by its own handle) when
 //! dropped.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,42 @@ use baton::{Error, ErrorKind, Result};
 /// Whether `redis-server` can be started from `PATH`.
 pub fn redis_server_available() -> bool {
     Command::new("redis-server").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
+/// libfaketime's preload library, when Debian's `faketime` package is installed.
+pub fn faketime_lib() -> Option<&'static str> {
+    ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// Whether a server whose clock can be stepped ([`OwnRedis::start_with_fake_clock`]) can be
+/// started here: `redis-server`, libfaketime and a C compiler (`cc`, for the allocator
+/// shim of `glibc_malloc.c`).
+pub fn faketime_available() -> bool {
+    let cc = Command::new("cc").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    cc && faketime_lib().is_some() && redis_server_available()
+}
+
+/// The wall clock of a server started under libfaketime ([`OwnRedis::start_with_fake_clock`]):
+/// an offset from the real time in a file the server reads at every clock call. Its
+/// monotonic clock is left alone, as an NTP step leaves it.
+pub struct FakeClock {
+    file: PathBuf,
+}
+
+impl FakeClock {
+    /// Sets the server's wall clock `secs` seconds off the real time, at once (the file is
+    /// replaced whole, so the server never reads half of it).
+    ///
+    /// # Errors
+    /// `Backend` when the file cannot be written.
+    pub fn step(&self, secs: i64) -> Result<()> {
+        let tmp = self.file.with_extension("new");
+        std::fs::write(&tmp, format!("{secs:+}\n"))
+            .and_then(|()| std::fs::rename(&tmp, &self.file))
+            .map_err(|e| Error::new(ErrorKind::Backend, format!("lab: the fake clock's file: {e}")))
+    }
 }
 
 /// The files of a server's TLS port: its CA, its certificate and key.
@@ -78,6 +114,59 @@ impl OwnRedis {
         r.spawn()?;
         r.wait_for(|_| true, "answering").await?;
         Ok(r)
+    }
+
+    /// A server whose wall clock is stepped through the returned [`FakeClock`] (an NTP
+    /// step, a resumed VM), under libfaketime; started, answering.
+    ///
+    /// # Errors
+    /// `Unsupported` when libfaketime, `cc` or `redis-server` is missing
+    /// ([`faketime_available`]); `Backend` when it does not come up.
+    pub async fn start_with_fake_clock() -> Result<(OwnRedis, FakeClock)> {
+        let dir = tempfile::Builder::new()
+            .prefix("baton-lab-")
+            .tempdir()
+            .map_err(|e| Error::new(ErrorKind::Backend, format!("lab: a temp dir: {e}")))?;
+        let (mut r, clock) = OwnRedis::configure_faketime(dir)?;
+        r.tied = true;
+        r.spawn()?;
+        r.wait_for(|_| true, "answering").await?;
+        Ok((r, clock))
+    }
+
+    /// A plain server in `dir` under libfaketime, not started yet, and its clock (at the
+    /// real time until stepped).
+    ///
+    /// # Errors
+    /// As [`OwnRedis::start_with_fake_clock`].
+    pub fn configure_faketime(dir: tempfile::TempDir) -> Result<(OwnRedis, FakeClock)> {
+        let Some(lib) = faketime_lib() else {
+            return Err(Error::new(ErrorKind::Unsupported, "lab: libfaketime is not installed (Debian's `faketime`)"));
+        };
+        let (src, shim) = (dir.path().join("glibc_malloc.c"), dir.path().join("glibc_malloc.so"));
+        std::fs::write(&src, include_str!("glibc_malloc.c"))
+            .map_err(|e| Error::new(ErrorKind::Backend, format!("lab: glibc_malloc.c: {e}")))?;
+        let out = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(&shim)
+            .arg(&src)
+            .arg("-ldl")
+            .output()
+            .map_err(|e| Error::new(ErrorKind::Unsupported, format!("lab: cannot run cc: {e}")))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(Error::new(ErrorKind::Backend, format!("lab: cc glibc_malloc.c: {err}")));
+        }
+        let clock = FakeClock { file: dir.path().join("faketime") };
+        clock.step(0)?;
+        let file = clock.file.display().to_string();
+        let mut r = OwnRedis::configure(dir, None, |_| {})?;
+        r.set_env("LD_PRELOAD", &format!("{}:{lib}", shim.display()));
+        r.set_env("FAKETIME_TIMESTAMP_FILE", &file);
+        // Read the file at every clock call, not once a few seconds: the step is seen at once.
+        r.set_env("FAKETIME_NO_CACHE", "1");
+        r.set_env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        Ok((r, clock))
     }
 
     /// A server on free loopback ports in `dir`, not started yet ([`OwnRedis::run`],
@@ -227,6 +316,32 @@ impl OwnRedis {
     /// The process id while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
+    }
+
+    /// Freezes the server (SIGSTOP): its sockets stay open and it answers nothing, as a
+    /// host that stalls does; [`OwnRedis::thaw`] resumes it.
+    ///
+    /// # Errors
+    /// `Backend` when it is not running or the signal cannot be sent.
+    pub fn freeze(&self) -> Result<()> {
+        self.send_signal("STOP")
+    }
+
+    /// Resumes a frozen server (SIGCONT): it then runs what was queued for it.
+    ///
+    /// # Errors
+    /// As [`OwnRedis::freeze`].
+    pub fn thaw(&self) -> Result<()> {
+        self.send_signal("CONT")
+    }
+
+    fn send_signal(&self, signal: &str) -> Result<()> {
+        let pid = self.pid().ok_or_else(|| Error::new(ErrorKind::Backend, "lab: redis-server is not running"))?;
+        let sent = Command::new("kill").args([format!("-{signal}"), pid.to_string()]).status();
+        match sent {
+            Ok(s) if s.success() => Ok(()),
+            other => Err(Error::new(ErrorKind::Backend, format!("lab: kill -{signal} {pid}: {other:?}"))),
+        }
     }
 
     /// Kills the server (SIGKILL to this child): every key and connection is gone.

@@ -16,7 +16,7 @@ use futures_util::future::join_all;
 
 use crate::matrix::{Cell, Flaw, Matrix, Property, Row};
 use crate::raw::Raw;
-use crate::servers::{OwnRedis, redis_server_available};
+use crate::servers::{OwnRedis, faketime_available, redis_server_available};
 use crate::sql::{self, Databases};
 use crate::sql_servers::{OwnMariaDb, OwnPostgres, own_mariadb_available, own_postgres_available};
 use crate::zk_servers::{OwnZk, zookeeper_available};
@@ -28,6 +28,12 @@ use baton::{Error, ErrorKind, Result};
 const LONG_TTL: Duration = Duration::from_secs(30);
 /// How far `getset-timestamp`'s second client's clock runs ahead.
 const CLOCK_JUMP: Duration = Duration::from_secs(60);
+/// How far a server's wall clock steps forward in the server-clock fault: past
+/// [`LONG_TTL`], so that every lease on it ends at once.
+const SERVER_CLOCK_STEP: Duration = Duration::from_secs(60);
+/// How long a grant may take with one Redlock node frozen: the node timeout (1 s for the
+/// lab's leases) bounds the frozen node's share; 10 s leaves room for a loaded machine.
+const FROZEN_NODE_BOUND: Duration = Duration::from_secs(10);
 /// Independent nodes behind the `redlock` row.
 const REDLOCK_NODES: usize = 3;
 /// Clients racing for one free lock, and how many times.
@@ -158,6 +164,7 @@ async fn single_node_row(lab: &Lab, own_servers: bool) -> Result<Row> {
     let mut f = Findings::default();
     safety_faults(lab, &mut f).await?;
     if own_servers {
+        server_clock_step(lab, 1, &mut f).await?;
         promoted_replica(lab.scheme, &lab.name("failover"), &mut f).await?;
         restart_without_persistence(lab.scheme, &lab.name("restart"), &mut f).await?;
     } else {
@@ -175,7 +182,9 @@ async fn redlock_row(mut lab: Lab) -> Result<Row> {
     let mut f = Findings::default();
     safety_faults(&lab, &mut f).await?;
     drop(nodes);
+    server_clock_step(&lab, REDLOCK_NODES, &mut f).await?;
     redlock_node_loss(&lab, &mut f).await?;
+    redlock_frozen_node(&lab, &mut f).await?;
     Ok(f.row(Scheme::Redlock))
 }
 
@@ -800,22 +809,8 @@ async fn redlock_node_loss(lab: &Lab, f: &mut Findings) -> Result<()> {
     let name = lab.name("node-loss");
     let open = |hooks| lab.scheme.open(&urls, &name, hooks, Arc::new(Clock::system()));
     let mut a = open(Hooks::none()).await?;
-    // The fault is a node restarting while A's grant is on every node: on a loaded machine
-    // a grant can take a quorum without the slowest node (then a restart of one of the
-    // quorum is the flaw the scheme's rustdoc states, not this fault), so A takes it again
-    // until every node has it (bounded).
-    let mut everywhere = false;
-    for _ in 0..5 {
-        must_acquire(&mut a, LONG_TTL, lab.scheme).await?;
-        if on_every_node(&urls, &name).await {
-            everywhere = true;
-            break;
-        }
-        a.release().await?;
-    }
-    if !everywhere {
-        return Err(Error::new(ErrorKind::Backend, "lab: redlock: A's grant never reached every node in 5 tries"));
-    }
+    // The fault is a node restarting while A's grant is on every node.
+    hold_everywhere(&mut a, lab.scheme, &urls, &name).await?;
     nodes[0].restart().await?;
     let mut b = open(Hooks::none()).await?;
     if b.acquire(LONG_TTL).await? {
@@ -841,6 +836,125 @@ async fn redlock_node_loss(lab: &Lab, f: &mut Findings) -> Result<()> {
             Flaw::UnavailableAfterNodeLoss,
             format!("with one of {REDLOCK_NODES} nodes down, nobody could take the free lock"),
         );
+    }
+    Ok(())
+}
+
+/// Takes the lock for A until its grant is on every one of `urls` (bounded): on a loaded
+/// machine a multi-node grant can take a quorum without the slowest node, and a fault on
+/// a node that never had the grant would test nothing (a restart of one of the quorum is
+/// the flaw the scheme's rustdoc states, not the fault). One node: one acquire.
+async fn hold_everywhere(a: &mut Box<dyn LabLock>, scheme: Scheme, urls: &[String], name: &str) -> Result<()> {
+    for _ in 0..5 {
+        must_acquire(a, LONG_TTL, scheme).await?;
+        if urls.len() == 1 || on_every_node(urls, name).await {
+            return Ok(());
+        }
+        a.release().await?;
+    }
+    Err(Error::new(ErrorKind::Backend, format!("lab: {scheme}: A's grant never reached every node in 5 tries")))
+}
+
+/// A server's wall clock steps forward (an NTP step, a resumed VM) while A holds the lock
+/// for [`LONG_TTL`]: Redis expires keys by its own clock, so every lease on that server ends
+/// at once. The servers are the lab's own under libfaketime, `nodes` of them; the first
+/// steps (the one server of a single-node scheme; one of Redlock's, whose other nodes
+/// still hold A's grant). Then B asks: granted, it holds beside A, who still counts on its
+/// lease (✗ mutual exclusion). Not run where such a server cannot be started (no
+/// libfaketime or no `cc`): the other faults then decide the column.
+async fn server_clock_step(lab: &Lab, nodes: usize, f: &mut Findings) -> Result<()> {
+    if !faketime_available() {
+        return Ok(());
+    }
+    let mut servers = Vec::new();
+    for _ in 0..nodes {
+        servers.push(OwnRedis::start_with_fake_clock().await?);
+    }
+    let urls: Vec<String> = servers.iter().map(|(s, _)| s.url()).collect();
+    let name = lab.name("server-clock");
+    let open = || lab.scheme.open(&urls, &name, Hooks::none(), Arc::new(Clock::system()));
+    let mut a = open().await?;
+    hold_everywhere(&mut a, lab.scheme, &urls, &name).await?;
+    let (server, clock) = &servers[0];
+    let step = i64::try_from(SERVER_CLOCK_STEP.as_secs()).unwrap_or(i64::MAX);
+    let before = server_time_s(server).await?;
+    clock.step(step)?;
+    // Seen at the server's next clock call; 10 s bounds a loaded machine.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while server_time_s(server).await? < before + step - 1 {
+        if tokio::time::Instant::now() > deadline {
+            return Err(Error::new(ErrorKind::Backend, "lab: the stepped server's clock did not move in 10 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut b = open().await?;
+    if b.acquire(LONG_TTL).await? {
+        let whose = if nodes == 1 { "the server's clock".to_owned() } else { format!("one of {nodes} nodes' clocks") };
+        f.broke(
+            Property::MutualExclusion,
+            Flaw::ServerClockStep,
+            format!(
+                "{whose} stepped {}s forward while A held a {}s lease: its key expired at once and B was granted \
+                 while A still held",
+                SERVER_CLOCK_STEP.as_secs(),
+                LONG_TTL.as_secs()
+            ),
+        );
+        b.crash();
+    }
+    a.crash();
+    Ok(())
+}
+
+/// The server's `TIME`, in whole seconds.
+async fn server_time_s(server: &OwnRedis) -> Result<i64> {
+    let mut raw = Raw::open(&server.url(), "").await?;
+    let (s, _us): (i64, i64) = raw.query(&redis::cmd("TIME")).await?;
+    Ok(s)
+}
+
+/// One of Redlock's nodes is frozen (SIGSTOP: its socket stays open and answers nothing,
+/// as a stalled host) while the lock is free: the others must still grant it, the node
+/// timeout bounding what the frozen node costs; a grant that does not come within
+/// [`FROZEN_NODE_BOUND`] breaks "survives one node loss".
+async fn redlock_frozen_node(lab: &Lab, f: &mut Findings) -> Result<()> {
+    let mut nodes = Vec::new();
+    for _ in 0..REDLOCK_NODES {
+        nodes.push(OwnRedis::start().await?);
+    }
+    let urls: Vec<String> = nodes.iter().map(OwnRedis::url).collect();
+    let name = lab.name("frozen-node");
+    nodes[0].freeze()?;
+    let t0 = tokio::time::Instant::now();
+    // Tried again while refused or unreachable: only the bound decides.
+    let granted = async {
+        let mut a = lab.scheme.open(&urls, &name, Hooks::none(), Arc::new(Clock::system())).await?;
+        loop {
+            match a.acquire(LONG_TTL).await {
+                Ok(true) => {
+                    a.crash();
+                    return Ok::<(), Error>(());
+                }
+                Ok(false) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::Connection | ErrorKind::Timeout) => {}
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let outcome = tokio::time::timeout(FROZEN_NODE_BOUND, granted).await;
+    nodes[0].thaw()?;
+    match outcome {
+        Ok(Ok(())) => f.kept(Property::SurvivesNodeLoss),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => f.broke(
+            Property::SurvivesNodeLoss,
+            Flaw::UnavailableAfterNodeLoss,
+            format!(
+                "with one of {REDLOCK_NODES} nodes frozen (SIGSTOP), the free lock was not granted in {:?}",
+                t0.elapsed()
+            ),
+        ),
     }
     Ok(())
 }

@@ -15,10 +15,10 @@ mod etcd_cluster;
 mod relay;
 mod servers;
 
-pub use baton_lab::{OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, OwnRedis, OwnZk};
+pub use baton_lab::{FakeClock, OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, OwnRedis, OwnZk};
 pub use etcd_cluster::{OwnEtcdCluster, etcd_leader};
 pub use relay::{Relay, target_of};
 pub use servers::{
-    Certs, FakeClock, SentinelSetup, TestServers, faketime_lib, free_port, master_becomes, redlock_url, sentinel_trio,
+    Certs, SentinelSetup, TestServers, faketime_lib, free_port, master_becomes, redlock_url, sentinel_trio,
     tools_present,
 };

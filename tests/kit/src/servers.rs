@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use baton_lab::{OwnRedis, TlsFiles};
+use baton_lab::{FakeClock, OwnRedis, TlsFiles};
 
 /// Whether the tools are there. Absent: a failure under CI, elsewhere a skip (false).
 pub fn tools_present(tools: &[&str]) -> bool {
@@ -29,10 +29,7 @@ pub fn tools_present(tools: &[&str]) -> bool {
 
 /// libfaketime's preload library. Absent: a failure under CI, elsewhere a skip (None).
 pub fn faketime_lib() -> Option<&'static str> {
-    let lib =
-        ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"]
-            .into_iter()
-            .find(|p| Path::new(p).exists());
+    let lib = baton_lab::faketime_lib();
     if lib.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -41,23 +38,6 @@ pub fn faketime_lib() -> Option<&'static str> {
         eprintln!("libfaketime not installed: skipping");
     }
     lib
-}
-
-/// The wall clock of a server started under libfaketime ([`TestServers::start_faketime`]):
-/// an offset from the real time in a file the server reads at every clock call. Its
-/// monotonic clock is left alone, as an NTP step leaves it.
-pub struct FakeClock {
-    file: PathBuf,
-}
-
-impl FakeClock {
-    /// Sets the server's wall clock `secs` seconds off the real time, at once (the file is
-    /// replaced whole, so the server never reads half of it).
-    pub fn step(&self, secs: i64) {
-        let tmp = self.file.with_extension("new");
-        std::fs::write(&tmp, format!("{secs:+}\n")).unwrap();
-        std::fs::rename(&tmp, &self.file).unwrap();
-    }
 }
 
 /// The `redlock://` URL over `nodes` of the fault tests: the node timeout set (500 ms: far
@@ -282,27 +262,7 @@ impl TestServers for OwnRedis {
     }
 
     fn start_faketime() -> (OwnRedis, FakeClock) {
-        let lib = faketime_lib().expect("libfaketime is not installed");
-        let dir = tempfile::tempdir().unwrap();
-        let (src, shim) = (dir.path().join("glibc_malloc.c"), dir.path().join("glibc_malloc.so"));
-        std::fs::write(&src, include_str!("glibc_malloc.c")).unwrap();
-        let out = Command::new("cc")
-            .args(["-shared", "-fPIC", "-O2", "-o"])
-            .arg(&shim)
-            .arg(&src)
-            .arg("-ldl")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "cc glibc_malloc.c: {}", String::from_utf8_lossy(&out.stderr));
-        let clock = FakeClock { file: dir.path().join("faketime") };
-        clock.step(0);
-        let file = clock.file.display().to_string();
-        let mut r = OwnRedis::configure(dir, None, |_| {}).unwrap();
-        r.set_env("LD_PRELOAD", &format!("{}:{lib}", shim.display()));
-        r.set_env("FAKETIME_TIMESTAMP_FILE", &file);
-        // Read the file at every clock call, not once a few seconds: the step is seen at once.
-        r.set_env("FAKETIME_NO_CACHE", "1");
-        r.set_env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        let (mut r, clock) = OwnRedis::configure_faketime(tempfile::tempdir().unwrap()).unwrap();
         r.run().unwrap();
         (r, clock)
     }

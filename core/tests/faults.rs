@@ -143,6 +143,10 @@ struct Granted {
     client: Client,
 }
 
+/// How long one of the waiter's tries may take: tries take milliseconds, a Redlock try
+/// with a node down at most its 500 ms node timeout; 2 s leaves room for a loaded machine.
+const TRY_BOUND: Duration = Duration::from_secs(2);
+
 /// The waiter: a `try_acquire` every 20 ms until granted (bounded by the caller), with a
 /// fresh client after an error (the store may be restarting or failing over).
 async fn poll_grant(url: String, name: String) -> Granted {
@@ -162,12 +166,17 @@ async fn poll_grant(url: String, name: String) -> Granted {
             },
         };
         let sent = Instant::now();
-        match c.lock(&name).try_acquire().await {
-            Ok(Some(guard)) => {
+        // Each try bounded: the overlap check dates a grant from its try's sending, and a
+        // try sent before an outage and answered after it (ZooKeeper's client holds a
+        // request through a restart of its ensemble) would date a grant made after the
+        // outage from before it. Dropped, a try leaves nothing (a cancelled acquire gives
+        // back what it took); the client reconnects by itself, so it is kept.
+        match tokio::time::timeout(TRY_BOUND, c.lock(&name).try_acquire()).await {
+            Ok(Ok(Some(guard))) => {
                 return Granted { sent, answered: Instant::now(), answered_wall: SystemTime::now(), guard, client: c };
             }
-            Ok(None) => {}
-            Err(_) => client = None,
+            Ok(Ok(None)) | Err(_) => {}
+            Ok(Err(_)) => client = None,
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

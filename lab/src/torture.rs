@@ -173,11 +173,17 @@ async fn single_node_row(lab: &Lab, own_servers: bool) -> Result<Row> {
     Ok(f.row(lab.scheme))
 }
 
-async fn redlock_row(mut lab: Lab) -> Result<Row> {
-    let mut nodes = Vec::new();
+/// [`REDLOCK_NODES`] fresh servers of the lab's own, for a Redlock fault.
+async fn redlock_nodes() -> Result<Vec<OwnRedis>> {
+    let mut nodes = Vec::with_capacity(REDLOCK_NODES);
     for _ in 0..REDLOCK_NODES {
         nodes.push(OwnRedis::start().await?);
     }
+    Ok(nodes)
+}
+
+async fn redlock_row(mut lab: Lab) -> Result<Row> {
+    let nodes = redlock_nodes().await?;
     lab.urls = nodes.iter().map(OwnRedis::url).collect();
     let mut f = Findings::default();
     safety_faults(&lab, &mut f).await?;
@@ -801,10 +807,7 @@ async fn restart_without_persistence(scheme: Scheme, name: &str, f: &mut Finding
 /// Redlock's nodes: one restarts empty while A holds the lock (B must still be refused),
 /// then another dies for good (a fresh client must still be granted by the rest).
 async fn redlock_node_loss(lab: &Lab, f: &mut Findings) -> Result<()> {
-    let mut nodes = Vec::new();
-    for _ in 0..REDLOCK_NODES {
-        nodes.push(OwnRedis::start().await?);
-    }
+    let mut nodes = redlock_nodes().await?;
     let urls: Vec<String> = nodes.iter().map(OwnRedis::url).collect();
     let name = lab.name("node-loss");
     let open = |hooks| lab.scheme.open(&urls, &name, hooks, Arc::new(Clock::system()));
@@ -918,10 +921,7 @@ async fn server_time_s(server: &OwnRedis) -> Result<i64> {
 /// timeout bounding what the frozen node costs; a grant that does not come within
 /// [`FROZEN_NODE_BOUND`] breaks "survives one node loss".
 async fn redlock_frozen_node(lab: &Lab, f: &mut Findings) -> Result<()> {
-    let mut nodes = Vec::new();
-    for _ in 0..REDLOCK_NODES {
-        nodes.push(OwnRedis::start().await?);
-    }
+    let nodes = redlock_nodes().await?;
     let urls: Vec<String> = nodes.iter().map(OwnRedis::url).collect();
     let name = lab.name("frozen-node");
     nodes[0].freeze()?;

@@ -44,35 +44,6 @@ macro_rules! sql_fence {
                 let insert = sqlx::query($d.insert).bind(key).bind(value).bind(token).execute(&mut **c).await?;
                 Ok(insert.rows_affected() > 0 || Self::fence_update(c, key, value, token).await?)
             }
-
-            async fn fence_op(
-                c: &mut sqlx::pool::PoolConnection<$db>,
-                op: &$crate::store::sql::fence::Op<'_>,
-            ) -> std::result::Result<$crate::store::sql::fence::Out, sqlx::Error> {
-                use $crate::store::sql::fence::{Op, Out};
-                Ok(match *op {
-                    Op::Write { key, value, token } => Out::Written(Self::fence_try_write(c, key, value, token).await?),
-                    Op::Read { key } => Out::Read(sqlx::query_as($d.select).bind(key).fetch_optional(&mut **c).await?),
-                })
-            }
-
-            /// Runs `op` on one pooled connection (see `$on`); on a database error (the
-            /// table missing, first of all) makes the table and runs it once more.
-            async fn fence_with_table(
-                &self,
-                op: $crate::store::sql::fence::Op<'_>,
-            ) -> crate::error::Result<$crate::store::sql::fence::Out> {
-                let $s = self;
-                $on!($pool, $err, |c| async {
-                    match Self::fence_op(&mut c, &op).await {
-                        Err(sqlx::Error::Database(_)) => {
-                            let _ = sqlx::query($d.create).execute(&mut *c).await;
-                            Self::fence_op(&mut c, &op).await.map_err($err)
-                        }
-                        r => r.map_err($err),
-                    }
-                })
-            }
         }
 
         #[async_trait::async_trait]
@@ -81,23 +52,28 @@ macro_rules! sql_fence {
                 let token = i64::try_from(token).map_err(|_| {
                     crate::error::Error::invalid_argument(format!("token {token} does not fit a SQL BIGINT"))
                 })?;
-                match self.fence_with_table($crate::store::sql::fence::Op::Write { key, value, token }).await? {
-                    $crate::store::sql::fence::Out::Written(w) => Ok(w),
-                    $crate::store::sql::fence::Out::Read(_) => {
-                        Err(crate::error::Error::backend("internal error: a read's answer to a write"))
-                    }
-                }
+                let $s = self;
+                $on!($pool, $err, |c| async {
+                    $crate::store::sql::fence::with_table!(
+                        c,
+                        $d.create,
+                        $err,
+                        Self::fence_try_write(&mut c, key, value, token).await
+                    )
+                })
             }
 
             async fn read(&self, key: &str) -> crate::error::Result<Option<(String, u64)>> {
-                match self.fence_with_table($crate::store::sql::fence::Op::Read { key }).await? {
-                    $crate::store::sql::fence::Out::Read(got) => {
-                        Ok(got.map(|(v, t)| (v, u64::try_from(t).unwrap_or(0))))
-                    }
-                    $crate::store::sql::fence::Out::Written(_) => {
-                        Err(crate::error::Error::backend("internal error: a write's answer to a read"))
-                    }
-                }
+                let $s = self;
+                let got: Option<(String, i64)> = $on!($pool, $err, |c| async {
+                    $crate::store::sql::fence::with_table!(
+                        c,
+                        $d.create,
+                        $err,
+                        sqlx::query_as($d.select).bind(key).fetch_optional(&mut *c).await
+                    )
+                })?;
+                Ok(got.map(|(v, t)| (v, u64::try_from(t).unwrap_or(0))))
             }
 
             async fn execute(&self, statement: &str) -> crate::error::Result<u64> {
@@ -112,17 +88,21 @@ macro_rules! sql_fence {
 
 pub(crate) use sql_fence;
 
-/// One fenced step, run by `sql_fence`'s stores on a pooled connection.
-pub(crate) enum Op<'a> {
-    Write { key: &'a str, value: &'a str, token: i64 },
-    Read { key: &'a str },
+/// `$call`, a step on the pooled connection `$c`; on a database error (the table missing,
+/// first of all) makes the table with `$create` and runs the step once more.
+macro_rules! with_table {
+    ($c:ident, $create:expr, $err:expr, $call:expr) => {
+        match $call {
+            Err(sqlx::Error::Database(_)) => {
+                let _ = sqlx::query($create).execute(&mut *$c).await;
+                $call.map_err($err)
+            }
+            r => r.map_err($err),
+        }
+    };
 }
 
-/// The answer to an [`Op`], of the same variant.
-pub(crate) enum Out {
-    Written(bool),
-    Read(Option<(String, i64)>),
-}
+pub(crate) use with_table;
 
 #[cfg(feature = "sqlite")]
 pub(crate) const SQLITE: Dialect = Dialect {

@@ -13,6 +13,9 @@ pub struct Inspection {
     pub last_token: Option<u64>,
     /// The count-down latch value (0 for other primitives).
     pub count: u64,
+    /// A semaphore's size as its holders recorded it, null unless a permit is held (a
+    /// handle of another size is refused until every permit is back).
+    pub permits: Option<u32>,
 }
 
 /// One holder in an `Inspection`.
@@ -37,6 +40,7 @@ impl From<baton::Inspection> for Inspection {
             waiters: i.waiters,
             last_token: i.last_token.map(|t| t.get()),
             count: i.count,
+            permits: i.permits,
         }
     }
 }

@@ -16,6 +16,8 @@ pub struct Inspection {
     pub last_token: Option<BigInt>,
     /// The count-down latch value (0 for other primitives).
     pub count: f64,
+    /// A semaphore's size as its holders recorded it, null unless a permit is held.
+    pub permits: Option<u32>,
 }
 
 /// One holder in an `Inspection`.
@@ -40,6 +42,7 @@ impl From<baton::Inspection> for Inspection {
             waiters: i.waiters,
             last_token: i.last_token.map(|t| BigInt::from(t.get())),
             count: i.count as f64,
+            permits: i.permits,
         }
     }
 }

@@ -337,6 +337,21 @@ for (const url of storeUrls('behaviour')) {
         await rejectsWith(sem.acquire({ count: 4 }), 'InvalidArgument');
         assert.equal(await sem.using(async (p) => p.count), 1);
       });
+
+      it('has one size while permits are held', T, async () => {
+        const name = uniq('sem-size');
+        const three = client.semaphore(name, 3);
+        const five = other.semaphore(name, 5);
+        const p = await three.acquire();
+        assert.equal((await three.inspect()).permits, 3);
+        await rejectsWith(five.tryAcquire(), 'InvalidArgument');
+        await rejectsWith(five.available(), 'InvalidArgument');
+        await p.release();
+        assert.equal((await five.inspect()).permits, null);
+        const q = await five.acquire({ timeoutMs: 10000 });
+        assert.equal((await five.inspect()).permits, 5);
+        await q.release();
+      });
     });
 
     describe('permitSemaphore', () => {

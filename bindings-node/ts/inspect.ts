@@ -20,5 +20,6 @@ export function inspection(i: N.Inspection): Inspection {
     waiters: i.waiters,
     lastToken: i.lastToken ?? null,
     count: i.count,
+    permits: i.permits ?? null,
   };
 }

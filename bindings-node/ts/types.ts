@@ -57,6 +57,11 @@ export interface Inspection {
   lastToken: bigint | null;
   /** The count-down latch value (0 for other primitives). */
   count: number;
+  /**
+   * A semaphore's size as its holders recorded it, while any permit is held (a handle of
+   * another size is refused until every permit is back); null otherwise.
+   */
+  permits: number | null;
 }
 
 /** One holder in an {@link Inspection}. */

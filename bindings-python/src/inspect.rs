@@ -40,6 +40,8 @@ pub(crate) struct Inspection {
     last_token: Option<u64>,
     /// The count-down latch value (0 for other primitives).
     count: u64,
+    /// A semaphore's size as its holders recorded it, while any permit is held.
+    permits: Option<u32>,
 }
 
 #[pymethods]
@@ -52,13 +54,14 @@ impl Inspection {
 
     fn __repr__(&self) -> String {
         format!(
-            "Inspection(name={:?}, kind={:?}, holders={}, waiters={}, last_token={}, count={})",
+            "Inspection(name={:?}, kind={:?}, holders={}, waiters={}, last_token={}, count={}, permits={})",
             self.name,
             self.kind,
             self.holders.len(),
             self.waiters.len(),
             self.last_token.map_or_else(|| "None".to_owned(), |t| t.to_string()),
-            self.count
+            self.count,
+            self.permits.map_or_else(|| "None".to_owned(), |p| p.to_string())
         )
     }
 }
@@ -83,6 +86,7 @@ impl From<baton::Inspection> for Inspection {
             waiters: i.waiters,
             last_token: i.last_token.map(baton::FencingToken::get),
             count: i.count,
+            permits: i.permits,
         }
     }
 }

@@ -217,3 +217,18 @@ def test_fair_lock_basics(client: baton.Client) -> None:
     g2 = f.try_acquire()
     assert g2 is not None
     g2.release()
+
+
+def test_semaphore_size_is_state(client: baton.Client) -> None:
+    three, five = client.semaphore("sem-size", 3), client.semaphore("sem-size", 5)
+    p = three.acquire()
+    assert three.inspect().permits == 3 and "permits=3" in repr(three.inspect())
+    with pytest.raises(baton.InvalidArgument, match="has 3 permits; this handle asked for 5"):
+        five.try_acquire()
+    with pytest.raises(baton.InvalidArgument):
+        five.available()
+    p.release()
+    assert five.inspect().permits is None
+    q = five.acquire(timeout=10)
+    assert five.inspect().permits == 5
+    q.release()

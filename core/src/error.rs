@@ -123,6 +123,13 @@ impl Error {
     pub(crate) fn invalid_argument(msg: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::InvalidArgument, msg)
     }
+    /// A semaphore handle whose size differs from the one recorded while permits are held.
+    pub(crate) fn semaphore_size(name: &str, size: u32, asked: u32) -> Error {
+        Error::invalid_argument(format!(
+            "semaphore `{name}` has {size} permits; this handle asked for {asked} (a semaphore's size is fixed \
+             while any permit is held; release every permit to change it)"
+        ))
+    }
     pub(crate) fn invalid_url(msg: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorKind::InvalidUrl, msg)
     }

@@ -22,6 +22,10 @@ pub struct Inspection {
     pub last_token: Option<FencingToken>,
     /// The count-down latch value (0 for other primitives).
     pub count: u64,
+    /// A semaphore's size as recorded by its holders, while any permit is held (a handle
+    /// of another size is refused until every permit is back); `None` otherwise, and for
+    /// a Redis counter that Redisson made (it records no size).
+    pub permits: Option<u32>,
 }
 
 /// One holder in an [`Inspection`].
@@ -64,6 +68,7 @@ impl Inspection {
             waiters: s.queue.iter().map(|w| w.holder.clone()).collect(),
             last_token: (s.fence > 0).then_some(FencingToken::new(s.fence)),
             count: s.count,
+            permits: s.held_size(),
         }
     }
 }

@@ -390,6 +390,66 @@ async fn redisson_permits_and_baton_permit_semaphore() {
     assert_eq!(left, 2);
 }
 
+/// A semaphore's size lives beside Redisson's keys, not in them: `size` in baton's side
+/// hash `{N}:baton` (no ttl), while `N` stays Redisson's bare count of free permits and
+/// `{N}:timeout` its zset. Redisson's permits count as held: a handle of another size is
+/// refused until they are back too, and then the count moves by the difference. A counter
+/// Redisson made itself (`trySetPermits`) records no size and serves any.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_size_beside_redissons_keys() {
+    let (c, prefix) = baton("&names=bare").await;
+    let n = format!("{prefix}parking");
+    let (zset, meta) = (format!("{{{n}}}:timeout"), format!("{{{n}}}:baton"));
+    let mut con = raw().await;
+    let (three, five) = (c.semaphore("parking", 3), c.semaphore("parking", 5));
+    let p = three.acquire().await.unwrap();
+    let get = |k: String| redis::cmd("GET").arg(k).to_owned();
+    let left: i64 = get(n.clone()).query_async(&mut con).await.unwrap();
+    assert_eq!(left, 2, "N is the count of free permits, as Redisson keeps it");
+    let held: i64 = redis::cmd("ZCARD").arg(&zset).query_async(&mut con).await.unwrap();
+    assert_eq!(held, 1);
+    let size: Option<String> = redis::cmd("HGET").arg(&meta).arg("size").query_async(&mut con).await.unwrap();
+    assert_eq!(size.as_deref(), Some("3"));
+    let ttl: i64 = redis::cmd("PTTL").arg(&meta).query_async(&mut con).await.unwrap();
+    assert_eq!(ttl, -1, "the record lives as long as the counter");
+    // Redisson takes a permit too; baton's goes back: Redisson's still holds the size.
+    let theirs = redisson_take_permit(&mut con, &n, 4_102_444_800_000).await;
+    p.release().await.unwrap();
+    let e = five.try_acquire().await.unwrap_err();
+    assert_eq!(e.kind(), baton::ErrorKind::InvalidArgument, "{e}");
+    // Redisson's release(id): every permit is back, and the size may change.
+    let _: () = redis::pipe()
+        .cmd("ZREM")
+        .arg(&zset)
+        .arg(&theirs)
+        .cmd("INCRBY")
+        .arg(&n)
+        .arg(1)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let q = five.acquire_many(2).await.unwrap();
+    let left: i64 = get(n.clone()).query_async(&mut con).await.unwrap();
+    assert_eq!(left, 3, "the count moved from 3 to 5 with the size");
+    let size: Option<String> = redis::cmd("HGET").arg(&meta).arg("size").query_async(&mut con).await.unwrap();
+    assert_eq!(size.as_deref(), Some("5"));
+    q.release().await.unwrap();
+
+    // A counter of Redisson's own (`trySetPermits(10)`): no record, any size.
+    let n2 = format!("{prefix}theirs");
+    let _: () = redis::cmd("SET").arg(&n2).arg(10).arg("NX").query_async(&mut con).await.unwrap();
+    let a = c.semaphore("theirs", 3).acquire().await.unwrap();
+    let b = c.semaphore("theirs", 5).acquire().await.unwrap();
+    assert_eq!(c.semaphore("theirs", 5).inspect().await.unwrap().permits, None);
+    let left: i64 = get(n2.clone()).query_async(&mut con).await.unwrap();
+    assert_eq!(left, 8);
+    let recorded: i64 =
+        redis::cmd("HEXISTS").arg(format!("{{{n2}}}:baton")).arg("size").query_async(&mut con).await.unwrap();
+    assert_eq!(recorded, 0);
+    a.release().await.unwrap();
+    b.release().await.unwrap();
+}
+
 /// Redisson's permit acquire on `N` (`RedissonPermitExpirableSemaphore.tryAcquireAsync`):
 /// `DECRBY N 1` and a 16-byte id into `{N}:timeout` scored `expiry`; the id.
 async fn redisson_take_permit(con: &mut MultiplexedConnection, n: &str, expiry: u64) -> Vec<u8> {

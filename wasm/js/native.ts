@@ -34,4 +34,5 @@ export interface Inspection {
   waiters: string[];
   lastToken: bigint | null;
   count: number;
+  permits: number | null;
 }

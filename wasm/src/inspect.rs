@@ -27,6 +27,7 @@ pub(crate) fn inspection(i: baton::Inspection) -> JsValue {
         ("waiters", waiters.into()),
         ("lastToken", opt(i.last_token.map(|t| BigInt::from(t.get())))),
         ("count", (i.count as f64).into()),
+        ("permits", opt(i.permits)),
     ])
 }
 

@@ -64,8 +64,12 @@ impl Pool {
         Ok(u32::try_from(u64::from(self.limit).saturating_sub(used)).unwrap_or(0))
     }
 
+    /// The store's view, refused (`check_size`) while permits of another size are held:
+    /// counted against this handle's size, it would be wrong.
     async fn inspect(&self) -> Result<Inspection> {
-        self.ctx.inspect(&self.key).await
+        let info = self.ctx.inspect(&self.key).await?;
+        crate::state::check_size(&self.key.name, info.permits, self.limit)?;
+        Ok(info)
     }
 }
 

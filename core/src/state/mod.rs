@@ -11,6 +11,20 @@ mod ops;
 
 pub(crate) use ops::{acquire, inspect, leave_queue, read_holder_of, release, renew};
 
+use crate::error::{Error, Result};
+
+/// The size rule of a semaphore, the same on every store: the grant made while no permit
+/// is held records the semaphore's size; while any permit is held, a handle of another
+/// size is refused (`recorded` is the size recorded while permits are held, `None` when
+/// none are or none was recorded). Two sizes at once would let each handle count against
+/// its own total, and the store would admit more permits than either handle expects.
+pub(crate) fn check_size(name: &str, recorded: Option<u32>, asked: u32) -> Result<()> {
+    match recorded {
+        Some(size) if size != asked => Err(Error::semaphore_size(name, size, asked)),
+        _ => Ok(()),
+    }
+}
+
 /// Whether going from `before` to `after` may let a waiter in: a hold or queue place went
 /// away, permits came back, or the latch count moved. Renewals, new holds and refreshed
 /// queue places free nothing, so they wake nobody.
@@ -47,6 +61,17 @@ pub(crate) struct KeyState {
     /// Count-down latch value.
     #[serde(default)]
     pub(crate) count: u64,
+    /// A semaphore's size, recorded by the grant made while no permit was held; it means
+    /// nothing once every permit is back (`check_size`). Absent in rows written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) size: Option<u32>,
+}
+
+impl KeyState {
+    /// The recorded semaphore size while any permit is held.
+    pub(crate) fn held_size(&self) -> Option<u32> {
+        self.size.filter(|_| !self.holds.is_empty())
+    }
 }
 
 /// One grant: a holder id, what it holds, how many times, and until when.

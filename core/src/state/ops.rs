@@ -10,9 +10,12 @@ fn purge(s: &mut KeyState, now: u64) {
     s.queue.retain(|w| w.expires_ms > now);
 }
 
-/// Tries to grant `req` at time `now`.
-pub(crate) fn acquire(s: &mut KeyState, req: &Request, now: u64) -> Result<Attempt> {
+/// Tries to grant `req` on the key named `name` at time `now`.
+pub(crate) fn acquire(s: &mut KeyState, name: &str, req: &Request, now: u64) -> Result<Attempt> {
     purge(s, now);
+    if let Mode::Permits { limit, .. } = req.mode {
+        super::check_size(name, s.held_size(), limit)?;
+    }
     let until = now.saturating_add(req.lease_ms);
     if let Some(h) = s.holds.iter_mut().find(|h| h.holder == req.holder) {
         // Re-entry: same holder id, same token, lease refreshed.
@@ -50,7 +53,10 @@ pub(crate) fn acquire(s: &mut KeyState, req: &Request, now: u64) -> Result<Attem
         s.queue.retain(|w| w.holder != req.holder);
         s.fence = super::next_token(s.fence, now);
         let count = match req.mode {
-            Mode::Permits { count, .. } => count,
+            Mode::Permits { count, limit } => {
+                s.size = Some(limit);
+                count
+            }
             _ => 1,
         };
         s.holds.push(Hold {
@@ -148,16 +154,19 @@ mod tests {
     #[test]
     fn exclusive_reentry_and_expiry() {
         let mut s = KeyState::default();
-        let t1 = granted(acquire(&mut s, &req("a", Mode::Exclusive), 0).unwrap());
+        let t1 = granted(acquire(&mut s, "k", &req("a", Mode::Exclusive), 0).unwrap());
         assert_eq!(
-            acquire(&mut s, &req("a", Mode::Exclusive), 10).unwrap(),
+            acquire(&mut s, "k", &req("a", Mode::Exclusive), 10).unwrap(),
             Attempt::Granted { token: t1, count: 2, fresh: false }
         );
-        assert_eq!(acquire(&mut s, &req("b", Mode::Exclusive), 20).unwrap(), Attempt::Busy { retry_ms: Some(990) });
+        assert_eq!(
+            acquire(&mut s, "k", &req("b", Mode::Exclusive), 20).unwrap(),
+            Attempt::Busy { retry_ms: Some(990) }
+        );
         assert_eq!(release(&mut s, "b", 1, 30).unwrap(), Released::NotHeld);
         assert_eq!(release(&mut s, "a", 1, 30).unwrap(), Released::StillHeld(1));
         // a's lease ends at 1010: b gets a larger token, a's release finds nothing.
-        let t2 = granted(acquire(&mut s, &req("b", Mode::Exclusive), 1010).unwrap());
+        let t2 = granted(acquire(&mut s, "k", &req("b", Mode::Exclusive), 1010).unwrap());
         assert!(t2 > t1);
         assert_eq!(release(&mut s, "a", 1, 1020).unwrap(), Released::NotHeld);
         assert!(!renew(&mut s, "a", 1000, 1020));
@@ -167,36 +176,36 @@ mod tests {
     #[test]
     fn fair_queue_order_and_dead_waiters() {
         let mut s = KeyState::default();
-        granted(acquire(&mut s, &req("a", Mode::Fair), 0).unwrap());
+        granted(acquire(&mut s, "k", &req("a", Mode::Fair), 0).unwrap());
         for w in ["b", "c"] {
-            assert!(matches!(acquire(&mut s, &req(w, Mode::Fair), 1).unwrap(), Attempt::Busy { .. }));
+            assert!(matches!(acquire(&mut s, "k", &req(w, Mode::Fair), 1).unwrap(), Attempt::Busy { .. }));
         }
         release(&mut s, "a", 1, 2).unwrap();
         // c is not the head: b is.
-        assert!(matches!(acquire(&mut s, &req("c", Mode::Fair), 3).unwrap(), Attempt::Busy { .. }));
+        assert!(matches!(acquire(&mut s, "k", &req("c", Mode::Fair), 3).unwrap(), Attempt::Busy { .. }));
         // b never comes back; its place expires (queue ttl 500) and c gets the lock.
-        assert!(matches!(acquire(&mut s, &req("c", Mode::Fair), 400).unwrap(), Attempt::Busy { .. }));
-        granted(acquire(&mut s, &req("c", Mode::Fair), 600).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &req("c", Mode::Fair), 400).unwrap(), Attempt::Busy { .. }));
+        granted(acquire(&mut s, "k", &req("c", Mode::Fair), 600).unwrap());
     }
 
     #[test]
     fn readers_writers() {
         let mut s = KeyState::default();
         let rd = |h: &str| req(h, Mode::Read { writer: format!("{h}:write") });
-        granted(acquire(&mut s, &rd("r1"), 0).unwrap());
-        granted(acquire(&mut s, &rd("r2"), 0).unwrap());
-        assert!(matches!(acquire(&mut s, &req("w:write", Mode::Write), 1).unwrap(), Attempt::Busy { .. }));
+        granted(acquire(&mut s, "k", &rd("r1"), 0).unwrap());
+        granted(acquire(&mut s, "k", &rd("r2"), 0).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &req("w:write", Mode::Write), 1).unwrap(), Attempt::Busy { .. }));
         // A writer is waiting: new readers queue behind it.
-        assert!(matches!(acquire(&mut s, &rd("r3"), 2).unwrap(), Attempt::Busy { .. }));
+        assert!(matches!(acquire(&mut s, "k", &rd("r3"), 2).unwrap(), Attempt::Busy { .. }));
         release(&mut s, "r1", 1, 3).unwrap();
         release(&mut s, "r2", 1, 3).unwrap();
-        granted(acquire(&mut s, &req("w:write", Mode::Write), 4).unwrap());
+        granted(acquire(&mut s, "k", &req("w:write", Mode::Write), 4).unwrap());
         // Downgrade: the writer's own read side may enter.
-        granted(acquire(&mut s, &rd("w"), 5).unwrap());
-        assert!(matches!(acquire(&mut s, &rd("r3"), 6).unwrap(), Attempt::Busy { .. }));
+        granted(acquire(&mut s, "k", &rd("w"), 5).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &rd("r3"), 6).unwrap(), Attempt::Busy { .. }));
         release(&mut s, "w:write", 1, 7).unwrap();
-        granted(acquire(&mut s, &rd("r3"), 8).unwrap());
-        let e = acquire(&mut s, &req("r3:write", Mode::Write), 9).unwrap_err();
+        granted(acquire(&mut s, "k", &rd("r3"), 8).unwrap());
+        let e = acquire(&mut s, "k", &req("r3:write", Mode::Write), 9).unwrap_err();
         assert!(e.message().contains("upgrade"));
     }
 
@@ -204,12 +213,34 @@ mod tests {
     fn permits() {
         let mut s = KeyState::default();
         let p = |h: &str, count| req(h, Mode::Permits { count, limit: 3 });
-        granted(acquire(&mut s, &p("a", 2), 0).unwrap());
-        assert!(matches!(acquire(&mut s, &p("b", 2), 0).unwrap(), Attempt::Busy { .. }));
-        granted(acquire(&mut s, &p("c", 1), 0).unwrap());
+        granted(acquire(&mut s, "k", &p("a", 2), 0).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &p("b", 2), 0).unwrap(), Attempt::Busy { .. }));
+        granted(acquire(&mut s, "k", &p("c", 1), 0).unwrap());
         assert!(release(&mut s, "a", 3, 1).is_err());
         assert_eq!(release(&mut s, "a", 1, 1).unwrap(), Released::StillHeld(1));
         // a and c crash: their permits come back when the leases end.
-        granted(acquire(&mut s, &p("b", 3), 1001).unwrap());
+        granted(acquire(&mut s, "k", &p("b", 3), 1001).unwrap());
+    }
+
+    #[test]
+    fn size_is_state() {
+        let mut s = KeyState::default();
+        let p = |h: &str, limit| req(h, Mode::Permits { count: 1, limit });
+        granted(acquire(&mut s, "parking", &p("a", 3), 0).unwrap());
+        assert_eq!(s.held_size(), Some(3));
+        let e = acquire(&mut s, "parking", &p("b", 5), 0).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(e.message().contains("has 3 permits") && e.message().contains("asked for 5"), "{e}");
+        // Re-entry by the holder is refused too, and a refusal changes nothing.
+        assert!(acquire(&mut s, "parking", &p("a", 5), 0).is_err());
+        assert_eq!(release(&mut s, "a", 1, 1).unwrap(), Released::Freed);
+        assert_eq!(s.held_size(), None);
+        granted(acquire(&mut s, "parking", &p("b", 5), 2).unwrap());
+        assert_eq!(s.held_size(), Some(5));
+        // A lease that ended frees the size as well.
+        granted(acquire(&mut s, "parking", &p("c", 3), 2000).unwrap());
+        // A row written before the size was recorded reads with none.
+        let old: KeyState = serde_json::from_str(r#"{"fence":1}"#).unwrap();
+        assert_eq!(old.size, None);
     }
 }

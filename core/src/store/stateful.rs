@@ -47,8 +47,8 @@ fn lease_ms(d: Duration) -> u64 {
 #[async_trait]
 impl<S: StateStore> Store for S {
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
-        let req = req.clone();
-        self.update(key, Box::new(move |s, now| state::acquire(s, &req, now))).await?
+        let (req, name) = (req.clone(), key.name.clone());
+        self.update(key, Box::new(move |s, now| state::acquire(s, &name, &req, now))).await?
     }
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {

@@ -54,7 +54,9 @@ pub(crate) async fn semaphore(t: &dyn Transport, key: &Key) -> Result<Inspection
     let (mut all, fence, _) = keyed::read(t, &[&keys.permits], &keys.fence).await?;
     let hs = all.pop().unwrap_or_default();
     let holders = keyed::holders(t, hs.iter().map(|h| (h, "permits"))).await?;
-    Ok(lock_inspection(key, holders, Vec::new(), fence))
+    let mut info = lock_inspection(key, holders, Vec::new(), fence);
+    info.permits = super::semaphore::recorded_size(&hs);
+    Ok(info)
 }
 
 /// An inspection from keys: the last token is the largest of the holders' and the recorded one.
@@ -67,5 +69,6 @@ fn lock_inspection(key: &Key, holders: Vec<Holder>, waiters: Vec<String>, fence:
         waiters,
         last_token: (last > 0).then_some(FencingToken::new(last)),
         count: 0,
+        permits: None,
     }
 }

@@ -109,7 +109,7 @@ pub(crate) async fn holders<'a>(
 /// A baton key of `holder` under `prefix` as a read would return it (unit tests).
 #[cfg(test)]
 pub(crate) fn test_held(prefix: &[u8], holder: &str, count: u32, rev: i64) -> Held {
-    let value = Value { holder: holder.into(), count, ttl: 5, token: None };
+    let value = Value { holder: holder.into(), count, ttl: 5, token: None, permits: None };
     let kv =
         Kv { key: key_of(prefix, holder), value: encode(&value), create_revision: rev, mod_revision: rev, lease: 1 };
     Held { kv, value: Some(value) }
@@ -201,12 +201,12 @@ pub(crate) async fn create(
     t: &dyn Transport,
     local: &Local,
     key: &[u8],
-    (holder, count): (&str, u32),
+    (holder, count, permits): (&str, u32, Option<u32>),
     (lease_ms, watchdog): (u64, bool),
     guards: Vec<Compare>,
 ) -> Result<Option<u64>> {
     let hl = HoldLease::get(t, local, lease_ms, watchdog).await?;
-    let value = Value { holder: holder.to_owned(), count, ttl: secs(lease_ms), token: None };
+    let value = Value { holder: holder.to_owned(), count, ttl: secs(lease_ms), token: None, permits };
     let mut compare = guards;
     compare.push(Compare::create(key, 0));
     let txn = Txn {
@@ -233,7 +233,7 @@ pub(crate) async fn enqueue(
     let ttl = secs(queue_ttl_ms);
     let lease = t.lease_grant(ttl).await?;
     local.remember(prefix, holder, lease);
-    let value = Value { holder: holder.to_owned(), count: 0, ttl, token: None };
+    let value = Value { holder: holder.to_owned(), count: 0, ttl, token: None, permits: None };
     let txn = Txn {
         compare: vec![Compare::create(key, 0)],
         success: vec![TxnOp::Put { key: key.to_vec(), value: encode(&value), lease: Some(lease) }],

@@ -129,7 +129,7 @@ pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &RwKeys, req
         let v = view(t, keys).await?;
         let out = match plan(&v, keys, req)? {
             Plan::Reenter(h) => keyed::reenter(t, &h).await?,
-            Plan::Create(guards) => keyed::create(t, local, &key, (&req.holder, 1), lease, guards)
+            Plan::Create(guards) => keyed::create(t, local, &key, (&req.holder, 1, None), lease, guards)
                 .await?
                 .map(|token| Attempt::Granted { token, count: 1, fresh: true }),
             Plan::Promote(h) => keyed::promote(t, local, &keys.write, &h, lease).await?,

@@ -27,6 +27,8 @@ pub(crate) struct SemKeys {
     pub(crate) permits: Vec<u8>,
     /// `baton/semaphore/NAME`: the last token released.
     pub(crate) fence: Vec<u8>,
+    /// NAME, for errors.
+    pub(crate) name: String,
 }
 
 impl SemKeys {
@@ -34,6 +36,7 @@ impl SemKeys {
         SemKeys {
             permits: format!("{name}/permits/").into_bytes(),
             fence: format!("baton/semaphore/{name}").into_bytes(),
+            name: name.to_owned(),
         }
     }
 
@@ -50,6 +53,9 @@ pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &SemKeys, re
     for _ in 0..RACES {
         let r = t.range(Range::prefix(&keys.permits)).await?;
         let hs = keyed::parse(&r);
+        // Under the same guard as the grant: a permit of another size granted since the
+        // read makes the txn fail and the check run again.
+        crate::state::check_size(&keys.name, recorded_size(&hs), limit)?;
         if let Some(h) = hs.iter().find(|h| h.is(&req.holder)) {
             // Re-entry by the same holder id (the state machine's rule: one more).
             match keyed::reenter(t, h).await? {
@@ -63,11 +69,18 @@ pub(crate) async fn acquire(t: &dyn Transport, local: &Local, keys: &SemKeys, re
         }
         let guard = vec![Compare::unchanged_under_since(&keys.permits, r.revision)];
         let (key, lease) = (keys.own(&req.holder), (req.lease_ms, req.watchdog));
-        if let Some(token) = keyed::create(t, local, &key, (&req.holder, count), lease, guard).await? {
+        if let Some(token) = keyed::create(t, local, &key, (&req.holder, count, Some(limit)), lease, guard).await? {
             return Ok(Attempt::Granted { token, count, fresh: true });
         }
     }
     Err(raced())
+}
+
+/// The semaphore's size as the live permit keys record it (each records its grant's; they
+/// agree, as a grant checks the others'). Keys written before sizes were recorded say
+/// nothing.
+pub(crate) fn recorded_size(hs: &[Held]) -> Option<u32> {
+    hs.iter().find_map(|h| h.value.as_ref().and_then(|v| v.permits))
 }
 
 /// What a permit waiter waits on: one hold whose going (or shrinking) would let it in on

@@ -79,7 +79,7 @@ pub(crate) async fn acquire(t: &dyn Transport, keys: &TxnKeys, req: &Request) ->
         }
         let ttl = secs(req.lease_ms);
         let lease = t.lease_grant(ttl).await?;
-        let v = Value { holder: req.holder.clone(), count: 1, ttl, token: None };
+        let v = Value { holder: req.holder.clone(), count: 1, ttl, token: None, permits: None };
         // The try-lock's txn: If(CreateRevision(key) == 0).Then(Put(key, lease)).Else(Get(key)),
         // and no queue key created since the read (it found none: keys under `NAME/` then
         // are other names', `NAME/x/…`).

@@ -127,10 +127,14 @@ impl Redis {
             (Family::Lock, _) => lock::acquire(c, n, req, clock).await?,
             (Family::RwLock, Mode::Read { .. } | Mode::Write) => rwlock::acquire(c, n, req).await?,
             (Family::Semaphore, _) if self.cfg.semaphore.of(&req.holder) == SemLayout::Bare => {
-                return Ok((rsemaphore::acquire(c, n, req).await?, 0));
+                return Ok((rsemaphore::acquire(c, &key.name, n, req).await?, 0));
             }
             (Family::Semaphore, Mode::Permits { count, limit }) => {
-                semaphore::acquire(c, n, req, *count, *limit, clock).await?
+                let v = semaphore::acquire(c, n, req, *count, *limit, clock).await?;
+                if let Some(size) = reply::size_refused(&v) {
+                    return Err(Error::semaphore_size(&key.name, size, *limit));
+                }
+                v
             }
             (family, mode) => {
                 return Err(Error::backend(format!("internal error: {mode:?} on a {} key", family.as_str())));

@@ -49,6 +49,16 @@ pub(super) fn attempt(store: &str, what: &str, v: &Value) -> Result<Attempt> {
     }
 }
 
+/// The recorded size in a semaphore acquire's refusal (`{6, size}`: a handle of another
+/// size while permits are held, `sem_size` in `sem_prelude.lua`).
+pub(super) fn size_refused(v: &Value) -> Option<u32> {
+    let r = items(v)?;
+    match r {
+        [code, size] if int(code) == Some(6) => uint(size).and_then(|s| u32::try_from(s).ok()),
+        _ => None,
+    }
+}
+
 /// The name's token counter in a busy acquire's reply (0 when absent).
 pub(super) fn busy_counter(v: &Value) -> u64 {
     items(v).and_then(|r| r.get(2)).and_then(uint).unwrap_or(0)

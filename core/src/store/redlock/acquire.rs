@@ -68,6 +68,7 @@ impl Redlock {
             let (answers, late) = self.each_until(key, self.per_node(ttl), false, step, granted_by).await;
             let reentry = answers.iter().any(|a| matches!(a, Ok((Attempt::Granted { fresh: false, .. }, _))));
             let mut tally = Tally { nodes: n, granted: 0, busy: 0 };
+            let refusals = refused(&answers);
             let (mut retry_ms, mut first_err) = (None::<u64>, None::<Error>);
             for a in &answers {
                 match a {
@@ -79,12 +80,18 @@ impl Redlock {
                             (a, b) => a.or(*b),
                         };
                     }
-                    // The same refusal comes from every node (a name used by another kind
-                    // of primitive, an upgrade, a bad count): no quorum changes it.
+                    // A refusal from a majority is the name's state (a name used by another
+                    // kind of primitive, an upgrade, a bad count, a semaphore of another
+                    // size): no quorum changes it. From a minority it is a node behind the
+                    // others (a release still on its way there), which refuses like a busy
+                    // node until it catches up.
                     Err(e) if e.kind() != ErrorKind::Connection => {
-                        let e = e.clone();
-                        self.undo(key, &req.holder, &answers, reentry).await;
-                        return Err(e);
+                        if refusals >= quorum::quorum(n, 1) {
+                            let e = e.clone();
+                            self.undo(key, &req.holder, &answers, reentry).await;
+                            return Err(e);
+                        }
+                        tally.busy += 1;
                     }
                     Err(e) => {
                         first_err.get_or_insert_with(|| e.clone());
@@ -193,6 +200,11 @@ impl Redlock {
         let extra = Duration::from_millis(rand::rng().random_range(0..=jitter));
         tokio::time::sleep(self.config.retry_delay + extra).await;
     }
+}
+
+/// How many nodes refused the round with an error of the name's state (not `Connection`).
+fn refused(answers: &[Result<(Attempt, u64)>]) -> usize {
+    answers.iter().filter(|a| matches!(a, Err(e) if e.kind() != ErrorKind::Connection)).count()
 }
 
 /// The fencing token and hold count of a granting round: a re-entry keeps the hold's

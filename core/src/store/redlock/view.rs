@@ -3,7 +3,8 @@
 use crate::state::{Hold, KeyState, Waiter};
 
 /// Merges the nodes' views of a key: the holds and waiters a quorum of nodes agrees on
-/// (each with the least lease left), and the largest counter a quorum has reached. Times
+/// (each with the least lease left and the hold count a quorum reached), and the largest
+/// counter a quorum has reached. Times
 /// are made relative to each node's own clock (the result's `now` is 0).
 ///
 /// Why not the largest counter: a node counts up in a round that is then undone, or
@@ -14,21 +15,26 @@ use crate::state::{Hold, KeyState, Waiter};
 /// own counter until the holder's write-back reaches it, which another client's read may
 /// precede.
 pub(super) fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
-    let mut holds: Vec<(Hold, Vec<u64>)> = Vec::new();
+    // Per holder: its hold, and each node's token and count.
+    let mut holds: Vec<(Hold, Vec<u64>, Vec<u64>)> = Vec::new();
     let mut queue: Vec<(Waiter, usize)> = Vec::new();
     let fence = quorum_th(views.iter().map(|(s, _)| s.fence).collect(), need);
+    // The semaphore size most nodes record (every node's acquire checks its own).
+    let mut sizes: Vec<u32> = views.iter().filter_map(|(s, _)| s.size).collect();
+    sizes.sort_unstable();
+    let size = sizes.iter().copied().max_by_key(|s| sizes.iter().filter(|x| *x == s).count());
     for (s, now) in views {
         for mut h in s.holds {
             h.expires_ms = h.expires_ms.saturating_sub(now);
-            match holds.iter_mut().find(|(x, _)| x.holder == h.holder) {
-                Some((x, tokens)) => {
+            match holds.iter_mut().find(|(x, _, _)| x.holder == h.holder) {
+                Some((x, tokens, counts)) => {
                     tokens.push(h.token);
+                    counts.push(u64::from(h.count));
                     x.expires_ms = x.expires_ms.min(h.expires_ms);
-                    x.count = x.count.min(h.count);
                 }
                 None => {
-                    let token = h.token;
-                    holds.push((h, vec![token]));
+                    let (token, count) = (h.token, u64::from(h.count));
+                    holds.push((h, vec![token], vec![count]));
                 }
             }
         }
@@ -47,11 +53,17 @@ pub(super) fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
         fence,
         holds: holds
             .into_iter()
-            .filter(|(_, tokens)| tokens.len() >= need)
-            .map(|(h, tokens)| Hold { token: quorum_th(tokens, need), ..h })
+            .filter(|(_, tokens, _)| tokens.len() >= need)
+            .map(|(h, tokens, counts)| {
+                // The count a quorum reached, as the token: a node whose re-entry step was
+                // still on its way (or was dropped past the node timeout) counts fewer.
+                let count = u32::try_from(quorum_th(counts, need)).unwrap_or(h.count);
+                Hold { token: quorum_th(tokens, need), count, ..h }
+            })
             .collect(),
         queue: queue.into_iter().filter(|(_, seen)| *seen >= need).map(|(w, _)| w).collect(),
         count: 0,
+        size,
     }
 }
 
@@ -82,6 +94,16 @@ mod tests {
         // 9 on one node alone (a round undone there): 4 is what a quorum reached.
         assert_eq!(s.fence, 4);
         assert_eq!(s.holds, vec![hold("a", 4, 400)]);
+    }
+
+    #[test]
+    fn a_hold_count_is_the_one_a_quorum_reached() {
+        // Re-entered (count 2) on four nodes; the fifth never got the re-entry's step.
+        let views = (0..5).map(|i| {
+            let count = if i == 4 { 1 } else { 2 };
+            (KeyState { fence: 7, holds: vec![Hold { count, ..hold("a", 7, 900) }], ..KeyState::default() }, 0)
+        });
+        assert_eq!(merge(views.collect(), 3).holds[0].count, 2);
     }
 
     #[test]

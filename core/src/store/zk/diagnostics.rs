@@ -22,7 +22,7 @@ impl Diagnostics for Zk {
         let conn = &*self.conn;
         let c = conn.client().await?;
         let dir = path::of_name(&format!("{name}/yardstick"));
-        let data = Data { holder: "yardstick".into(), count: 1, lease_ms: 30_000 };
+        let data = Data { holder: "yardstick".into(), count: 1, lease_ms: 30_000, permits: None };
         let t0 = Instant::now();
         let (_, node) = entries::create(conn, &c, &dir, Kind::Lock, &data).await?;
         let create = t0.elapsed();

@@ -4,7 +4,7 @@
 //! Curator writes the client's address as a contender node's data and never reads it;
 //! baton writes `{"holder":…,"count":…,"lease_ms":…}`: the holder id (so release, renewal
 //! and re-entry by holder id work from any process), the hold count (`0` while waiting) and
-//! the lease. A baton node whose `mtime + lease_ms` has passed on the server's clock is
+//! the lease; a semaphore's lease adds `"permits"`, the semaphore's size. A baton node whose `mtime + lease_ms` has passed on the server's clock is
 //! expired: whoever sees it deletes it (guarded on its version, so a renewal that got there
 //! first wins). A node without baton data (a Curator contender) lives as long as its
 //! session, as in Curator.
@@ -23,6 +23,10 @@ pub(crate) struct Data {
     /// Re-entry count; 0 while waiting.
     pub(crate) count: u32,
     pub(crate) lease_ms: u64,
+    /// A semaphore lease's record of the semaphore's size (`crate::state::check_size`);
+    /// absent in lock nodes and in leases written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) permits: Option<u32>,
 }
 
 impl Data {

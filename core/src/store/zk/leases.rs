@@ -24,7 +24,7 @@ pub(crate) fn dir(name_path: &str) -> String {
 }
 
 /// One acquire attempt.
-pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Attempt> {
+pub(crate) async fn acquire(conn: &Conn, dir: &str, name: &str, req: &Request) -> Result<Attempt> {
     let Mode::Permits { count, limit } = req.mode else {
         return Err(Error::invalid_argument("a semaphore takes permits"));
     };
@@ -36,11 +36,12 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Att
         conn.caught_up(&c, dir).await?;
         es = entries::live(conn, &c, dir, KINDS).await?;
     }
+    crate::state::check_size(name, recorded_size(&es), limit)?;
     let mine: Vec<&Entry> = es.iter().filter(|e| e.is(&req.holder)).collect();
     if let Some(first) = mine.first() {
         // Re-entry of one holder id, as the state machine: one more, same token.
         let n = u32::try_from(mine.len()).unwrap_or(u32::MAX).saturating_add(1);
-        let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms };
+        let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms, permits: Some(limit) };
         entries::create(conn, &c, dir, Kind::Lease, &data).await?;
         return Ok(Attempt::Granted { token: first.token(), count: n, fresh: false });
     }
@@ -48,7 +49,7 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Att
     if used + u64::from(count) > u64::from(limit) {
         return Ok(Attempt::Busy { retry_ms: None });
     }
-    let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms };
+    let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms, permits: Some(limit) };
     let created = create_many(conn, &c, dir, &data, count).await?;
     let Some((last, _)) = created.last() else { return Ok(Attempt::Busy { retry_ms: None }) };
     let token = token_of(conn, &c, dir, &created).await?;
@@ -59,7 +60,21 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Att
     let nodes = path::contenders(&children, KINDS);
     let last_seq = path::parse(last, KINDS).map_or(i64::MAX, |n| n.seq);
     let before = nodes.iter().filter(|n| n.seq <= last_seq).count() as u64;
-    if before <= u64::from(limit) {
+    // The size rule, decided by the same listing as the grant: the leases ahead of ours
+    // that the first read did not see may record another size (granted since); then the
+    // oldest lease's size stands and ours go.
+    let ours = |n: &str| created.iter().any(|(p, _)| p == n);
+    let unseen = nodes.iter().any(|n| n.seq < last_seq && !ours(&n.name) && !es.iter().any(|e| e.node.name == n.name));
+    let mut refused = None;
+    if unseen {
+        let ahead: Vec<Entry> = entries::live(conn, &c, dir, KINDS)
+            .await?
+            .into_iter()
+            .filter(|e| e.node.seq < last_seq && !ours(&e.node.name))
+            .collect();
+        refused = crate::state::check_size(name, recorded_size(&ahead), limit).err();
+    }
+    if before <= u64::from(limit) && refused.is_none() {
         return Ok(Attempt::Granted { token, count, fresh: true });
     }
     let mut w = c.new_multi_writer();
@@ -67,9 +82,15 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, req: &Request) -> Result<Att
         w.add_delete(&format!("{dir}/{p}"), None).map_err(|e| conn.err("delete", e))?;
     }
     match conn.bounded(async { w.commit().await.map_err(zk::Error::from) }).await {
-        Ok(_) | Err(zk::Error::NoNode) => Ok(Attempt::Busy { retry_ms: None }),
+        Ok(_) | Err(zk::Error::NoNode) => refused.map_or(Ok(Attempt::Busy { retry_ms: None }), Err),
         Err(e) => Err(conn.err("give the leases back", e)),
     }
+}
+
+/// The semaphore's size as the live leases record it: baton's leases record their grant's
+/// (they agree, as each grant checks the leases ahead of it); Curator's record none.
+pub(crate) fn recorded_size(es: &[Entry]) -> Option<u32> {
+    es.iter().find_map(|e| e.data.as_ref().and_then(|d| d.permits))
 }
 
 /// The create zxid of the first of `created`: from the `multi`'s answer, or read when the
@@ -128,8 +149,10 @@ pub(crate) async fn renew(conn: &Conn, dir: &str, holder: &str, lease_ms: u64) -
     }
     let mut w = c.new_multi_writer();
     for e in &mine {
-        let d =
-            Data { lease_ms, ..e.data.clone().unwrap_or_else(|| Data { holder: holder.into(), count: 1, lease_ms }) };
+        let d = Data {
+            lease_ms,
+            ..e.data.clone().unwrap_or_else(|| Data { holder: holder.into(), count: 1, lease_ms, permits: None })
+        };
         w.add_set_data(&e.path(dir), &d.bytes(), None).map_err(|x| conn.err("renew", x))?;
     }
     match conn.bounded(async { w.commit().await.map_err(zk::Error::from) }).await {

@@ -99,7 +99,7 @@ impl Store for Zk {
         let _turn = self.turn(key, &req.holder).await;
         match key.family {
             Family::Lock | Family::RwLock => queue::acquire(&self.conn, &Self::queue(key)?, req).await,
-            Family::Semaphore => leases::acquire(&self.conn, &Self::leases(key)?, req).await,
+            Family::Semaphore => leases::acquire(&self.conn, &Self::leases(key)?, &key.name, req).await,
             Family::Latch => Err(no_latch_holds(key)),
         }
     }
@@ -183,6 +183,7 @@ impl Store for Zk {
             waiters: Vec::new(),
             last_token: None,
             count: 0,
+            permits: None,
         };
         if key.family == Family::Latch {
             info.count = latch::count(conn, &Self::latch(key)?).await?;
@@ -236,6 +237,9 @@ impl Store for Zk {
                 token: FencingToken::new(e.token()),
                 lease_left: left(e),
             });
+        }
+        if key.family == Family::Semaphore {
+            info.permits = leases::recorded_size(&es);
         }
         let top = info.holders.iter().map(|h| h.token.get()).max().unwrap_or(0);
         let last = entries::fence(conn, &c, &dir).await?.max(top);

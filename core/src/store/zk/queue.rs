@@ -103,7 +103,7 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
     let kind = q.kind_of(&req.mode);
     let mut created = None;
     if req.enqueue && kind != Kind::Read && !conn.knows(&q.dir, &req.holder) {
-        let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms };
+        let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms, permits: None };
         let (stat, name, children) = entries::create_and_list(conn, &c, &q.dir, kind, &data).await?;
         if path::contenders(&children, q.kinds).first().is_some_and(|n| n.name == name) {
             let path = format!("{}/{name}", q.dir);
@@ -178,6 +178,7 @@ async fn step(
                 holder: req.holder.clone(),
                 count: u32::from(free),
                 lease_ms: if free { req.lease_ms } else { place_ms(req) },
+                permits: None,
             };
             let (stat, _) = entries::create(conn, c, &q.dir, kind, &data).await?;
             created = Some(stat.czxid);

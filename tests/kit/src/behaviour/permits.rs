@@ -120,3 +120,26 @@ pub async fn permit_lost_when_released_elsewhere(store: &Store) {
     assert_eq!(p.release().await.unwrap_err().kind(), ErrorKind::LockLost);
     assert_eq!(b.permit_semaphore(&name, 1).available().await.unwrap(), 1);
 }
+
+/// `semaphore::size_is_state` for permit semaphores: a 5-permit handle is refused while a
+/// 3-permit handle's permit is held, and granted once it is back.
+pub async fn permit_size_is_state(store: &Store) {
+    use super::semaphore::size_refused;
+    let name = unique("psem-size");
+    let (a, b) = (store.client().await, store.client().await);
+    let (three, five) = (a.permit_semaphore(&name, 3), b.permit_semaphore(&name, 5));
+    let p = three.acquire().await.unwrap();
+    size_refused("acquire", five.acquire_timeout(Duration::from_secs(2)).await, 3, 5);
+    size_refused("try_acquire", five.try_acquire().await, 3, 5);
+    size_refused("available", five.available().await, 3, 5);
+    size_refused("inspect", five.inspect().await, 3, 5);
+    assert_eq!(three.inspect().await.unwrap().permits, Some(3));
+    p.release().await.unwrap();
+    a.settled().await;
+    b.settled().await;
+    let q = five.acquire_timeout(Duration::from_secs(10)).await.expect("a permit once every permit is back");
+    assert_eq!(five.inspect().await.unwrap().permits, Some(5));
+    assert_eq!(five.available().await.unwrap(), 4);
+    size_refused("the first size now", three.try_acquire().await, 5, 3);
+    q.release().await.unwrap();
+}

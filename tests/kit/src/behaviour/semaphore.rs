@@ -110,3 +110,39 @@ pub async fn waiter_woken_and_dropped_permit_returns(store: &Store) {
     r.release().await.unwrap();
     assert_eq!(c.semaphore(&name, 1).available().await.unwrap(), 1);
 }
+
+/// Fails unless `r` is the size refusal: `InvalidArgument`, naming both sizes.
+pub(crate) fn size_refused<T: std::fmt::Debug>(what: &str, r: baton::Result<T>, held: u32, asked: u32) {
+    let e = r.expect_err(what);
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{what}: {e}");
+    let m = e.message();
+    assert!(m.contains(&format!("has {held} permits")) && m.contains(&format!("asked for {asked}")), "{what}: {e}");
+}
+
+/// A semaphore's size is part of its state: while a 3-permit handle's permit is held, a
+/// 5-permit handle on the same name is refused by every call; once every permit is back
+/// (and the stores' background steps are done), the 5-permit handle is granted its 5.
+pub async fn size_is_state(store: &Store) {
+    let name = unique("sem-size");
+    let (a, b) = (store.client().await, store.client().await);
+    let (three, five) = (a.semaphore(&name, 3), b.semaphore(&name, 5));
+    let p = three.acquire().await.unwrap();
+    size_refused("acquire", five.acquire_timeout(Duration::from_secs(2)).await, 3, 5);
+    size_refused("try_acquire", five.try_acquire().await, 3, 5);
+    size_refused("available", five.available().await, 3, 5);
+    size_refused("inspect", five.inspect().await, 3, 5);
+    assert_eq!(three.inspect().await.unwrap().permits, Some(3));
+    assert_eq!(three.available().await.unwrap(), 2);
+    p.release().await.unwrap();
+    a.settled().await;
+    b.settled().await;
+    assert_eq!(five.inspect().await.unwrap().permits, None);
+    // All 5 at once: the store counts 5 now, not 3 (Redis: the counter moved with the size).
+    let q = five.acquire_many_timeout(5, Duration::from_secs(10)).await.expect("5 of 5 once every permit is back");
+    assert_eq!(five.inspect().await.unwrap().permits, Some(5));
+    size_refused("the first size now", three.try_acquire().await, 5, 3);
+    q.release().await.unwrap();
+    a.settled().await;
+    b.settled().await;
+    assert_eq!(five.available().await.unwrap(), 5);
+}

@@ -75,6 +75,10 @@ pub(crate) struct Value {
     /// never writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) token: Option<i64>,
+    /// A semaphore permit key's record of the semaphore's size (`crate::state::check_size`);
+    /// absent in every other key and in permit keys written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) permits: Option<u32>,
 }
 
 /// One contender under `NAME/`, oldest first.

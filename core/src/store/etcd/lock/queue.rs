@@ -114,7 +114,7 @@ async fn session_create(t: &dyn Transport, local: &Local, keys: &LockKeys, req: 
     let ttl = secs(req.lease_ms);
     let s = local.sessions.get(ttl).await?;
     let key = keys.entry_key(s.lease);
-    let value = Value { holder: req.holder.clone(), count: 1, ttl, token: None };
+    let value = Value { holder: req.holder.clone(), count: 1, ttl, token: None, permits: None };
     let txn = Txn {
         compare: vec![Compare::none_under(&keys.prefix), Compare::create(keys.bare(), 0)],
         success: vec![TxnOp::Put { key: key.clone(), value: encode(&value), lease: Some(s.lease) }],
@@ -279,7 +279,7 @@ async fn create(
         local.alive(&keys.prefix, &req.holder, lease, sent, ttl);
     }
     let key = keys.entry_key(lease);
-    let value = Value { holder: req.holder.clone(), count: u32::from(expect_first), ttl, token: None };
+    let value = Value { holder: req.holder.clone(), count: u32::from(expect_first), ttl, token: None, permits: None };
     let txn = Txn {
         compare: vec![Compare::create(&key, 0)],
         success: vec![

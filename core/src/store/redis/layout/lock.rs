@@ -139,5 +139,5 @@ pub(crate) async fn inspect(c: &Conn, n: &str, clock: Clock) -> Result<(KeyState
             })
         })
         .collect();
-    Ok((KeyState { fence, holds, queue: reply::waiters(now, queue, zset), count: 0 }, now))
+    Ok((KeyState { fence, holds, queue: reply::waiters(now, queue, zset), count: 0, size: None }, now))
 }

@@ -9,15 +9,16 @@
 use redis::Cmd;
 
 use super::super::conn::{Conn, evalsha};
-use super::super::reply::{attempt, field_u64, items, pairs, released};
+use super::super::reply::{attempt, field_u64, items, pairs, released, size_refused};
 use super::semaphore::{self, SemKeys};
 use super::{Lua, count_arg};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Hold, HoldMode, KeyState, Mode, Released, Request};
 use crate::store::redis::config::Clock;
 
-/// KEYS: count, counter, meta. ARGV: holder, count, limit.
-pub(super) static ACQUIRE: Lua = lua!("token", "rsem_acquire");
+/// KEYS: count, counter, meta. ARGV: holder, count, limit. The size rule as the leased
+/// layout's (`sem_size`, the same record in the same side hash).
+pub(super) static ACQUIRE: Lua = lua!("token", "sem_prelude", "rsem_acquire");
 
 /// KEYS: count, meta. ARGV: holder, count (0: all), channel. `RSemaphore.release`: INCRBY
 /// and the new count published on `redisson_sc:{N}`.
@@ -29,7 +30,7 @@ pub(super) static RENEW: Lua = lua!("rsem_renew");
 /// KEYS: counter, meta. Reply: {now, hgetall meta, counter}.
 pub(super) static INSPECT: Lua = lua!("prelude", "rsem_inspect");
 
-pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request) -> Result<Attempt> {
+pub(crate) async fn acquire(c: &Conn, name: &str, n: &str, req: &Request) -> Result<Attempt> {
     let Mode::Permits { count, limit } = req.mode else {
         return Err(Error::backend(format!("internal error: {:?} on a semaphore", req.mode)));
     };
@@ -41,6 +42,9 @@ pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request) -> Result<Attempt>
             &[req.holder.as_bytes(), count.to_string().as_bytes(), limit.to_string().as_bytes()],
         )
         .await?;
+    if let Some(size) = size_refused(&v) {
+        return Err(Error::semaphore_size(name, size, limit));
+    }
     attempt(c.store(), "acquire", &v)
 }
 

@@ -145,5 +145,5 @@ pub(crate) async fn inspect(c: &Conn, n: &str) -> Result<(KeyState, u64)> {
         });
     }
     let queue = reply::waiters(now, queue, zset).into_iter().map(|w| Waiter { mode: HoldMode::Write, ..w }).collect();
-    Ok((KeyState { fence: uint(counter).unwrap_or(0), holds: out, queue, count: 0 }, now))
+    Ok((KeyState { fence: uint(counter).unwrap_or(0), holds: out, queue, count: 0, size: None }, now))
 }

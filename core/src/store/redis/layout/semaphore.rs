@@ -138,5 +138,6 @@ pub(crate) async fn inspect(c: &Conn, n: &str, clock: Clock) -> Result<(KeyState
             }
         }
     }
-    Ok((KeyState { fence: uint(counter).unwrap_or(0), holds, queue: Vec::new(), count: 0 }, now))
+    let size = field_u64(&tokens, "size").and_then(|s| u32::try_from(s).ok());
+    Ok((KeyState { fence: uint(counter).unwrap_or(0), holds, queue: Vec::new(), count: 0, size }, now))
 }

@@ -133,5 +133,5 @@ pub(crate) async fn inspect(c: &Conn, n: &str) -> Result<(KeyState, u64)> {
             }]
         }
     };
-    Ok((KeyState { fence: uint(counter).unwrap_or(0), holds, queue: Vec::new(), count: 0 }, now))
+    Ok((KeyState { fence: uint(counter).unwrap_or(0), holds, queue: Vec::new(), count: 0, size: None }, now))
 }

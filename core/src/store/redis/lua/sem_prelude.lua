@@ -30,3 +30,24 @@ local function sem_purge(n, z, meta, now, channel)
   end
   return #dead
 end
+
+-- The size rule (crate::state::check_size), beside Redisson's counter `n`: baton records
+-- the size of the semaphore that made the counter as `size` in its side hash `meta` (kept
+-- without a ttl, as the counter is). Permits are held while the counter stands below the
+-- record (baton's permits and Redisson's alike): a handle of another size is refused then
+-- (the recorded size is returned). Once every permit is back, another size moves the
+-- counter by the difference and is recorded. A counter with no record (Redisson's own)
+-- accepts any size. Returns the refusal's recorded size, or nil.
+local function sem_size(n, meta, limit)
+  local rec = tonumber(redis.call('HGET', meta, 'size'))
+  if not rec or rec == limit then return nil end
+  local v = tonumber(redis.call('GET', n))
+  if not v then
+    redis.call('HDEL', meta, 'size')
+    return nil
+  end
+  if v < rec then return rec end
+  redis.call('SET', n, v + limit - rec)
+  redis.call('HSET', meta, 'size', limit)
+  return nil
+end

@@ -3,9 +3,9 @@
 use crate::state::{Hold, KeyState, Waiter};
 
 /// Merges the nodes' views of a key: the holds and waiters a quorum of nodes agrees on
-/// (each with the least lease left and the hold count a quorum reached), and the largest
-/// counter a quorum has reached. Times
-/// are made relative to each node's own clock (the result's `now` is 0).
+/// (each with the lease left and the hold count a quorum reached), and the largest counter
+/// a quorum has reached. Times are made relative to each node's own clock (the result's
+/// `now` is 0).
 ///
 /// Why not the largest counter: a node counts up in a round that is then undone, or
 /// answers a grant after the quorum did, so it may stand above the last token granted;
@@ -13,10 +13,13 @@ use crate::state::{Hold, KeyState, Waiter};
 /// its granting quorum) can stand above it, so the quorum-th largest is that token. A
 /// hold's token is merged the same way: a node that granted after the quorum records its
 /// own counter until the holder's write-back reaches it, which another client's read may
-/// precede.
+/// precede. A hold's lease left is the time until fewer than a quorum hold it (the
+/// quorum-th longest): a lease extended on a quorum only (`update_lease` from a client
+/// whose steps to the other nodes are late) lasts as long as the quorum does, and the
+/// least lease left would make its holder think it lost.
 pub(super) fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
-    // Per holder: its hold, and each node's token and count.
-    let mut holds: Vec<(Hold, Vec<u64>, Vec<u64>)> = Vec::new();
+    // Per holder: its hold, and each node's token, count and lease left.
+    let mut holds: Vec<(Hold, [Vec<u64>; 3])> = Vec::new();
     let mut queue: Vec<(Waiter, usize)> = Vec::new();
     let fence = quorum_th(views.iter().map(|(s, _)| s.fence).collect(), need);
     // The semaphore size most nodes record (every node's acquire checks its own).
@@ -26,16 +29,10 @@ pub(super) fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
     for (s, now) in views {
         for mut h in s.holds {
             h.expires_ms = h.expires_ms.saturating_sub(now);
-            match holds.iter_mut().find(|(x, _, _)| x.holder == h.holder) {
-                Some((x, tokens, counts)) => {
-                    tokens.push(h.token);
-                    counts.push(u64::from(h.count));
-                    x.expires_ms = x.expires_ms.min(h.expires_ms);
-                }
-                None => {
-                    let (token, count) = (h.token, u64::from(h.count));
-                    holds.push((h, vec![token], vec![count]));
-                }
+            let seen = [h.token, u64::from(h.count), h.expires_ms];
+            match holds.iter_mut().find(|(x, _)| x.holder == h.holder) {
+                Some((_, per_node)) => per_node.iter_mut().zip(seen).for_each(|(v, s)| v.push(s)),
+                None => holds.push((h, seen.map(|s| vec![s]))),
             }
         }
         for mut w in s.queue {
@@ -53,12 +50,12 @@ pub(super) fn merge(views: Vec<(KeyState, u64)>, need: usize) -> KeyState {
         fence,
         holds: holds
             .into_iter()
-            .filter(|(_, tokens, _)| tokens.len() >= need)
-            .map(|(h, tokens, counts)| {
+            .filter(|(_, [tokens, ..])| tokens.len() >= need)
+            .map(|(h, [tokens, counts, expires])| {
                 // The count a quorum reached, as the token: a node whose re-entry step was
                 // still on its way (or was dropped past the node timeout) counts fewer.
                 let count = u32::try_from(quorum_th(counts, need)).unwrap_or(h.count);
-                Hold { token: quorum_th(tokens, need), count, ..h }
+                Hold { token: quorum_th(tokens, need), count, expires_ms: quorum_th(expires, need), ..h }
             })
             .collect(),
         queue: queue.into_iter().filter(|(_, seen)| *seen >= need).map(|(w, _)| w).collect(),
@@ -104,6 +101,22 @@ mod tests {
             (KeyState { fence: 7, holds: vec![Hold { count, ..hold("a", 7, 900) }], ..KeyState::default() }, 0)
         });
         assert_eq!(merge(views.collect(), 3).holds[0].count, 2);
+    }
+
+    #[test]
+    fn a_lease_lasts_while_a_quorum_holds_it() {
+        // Extended to 2 100 ms on three nodes of five; the other two were not reached yet.
+        let views = (0..5).map(|i| {
+            let left = if i < 3 { 2_100 } else { 300 };
+            (KeyState { fence: 7, holds: vec![hold("a", 7, left)], ..KeyState::default() }, 0)
+        });
+        assert_eq!(merge(views.collect(), 3).holds[0].expires_ms, 2_100);
+        // Only two nodes of five still hold it long: the quorum ends with the third.
+        let views = (0..5).map(|i| {
+            let left = [2_100, 2_100, 900, 300, 300][i];
+            (KeyState { fence: 7, holds: vec![hold("a", 7, left)], ..KeyState::default() }, 0)
+        });
+        assert_eq!(merge(views.collect(), 3).holds[0].expires_ms, 900);
     }
 
     #[test]

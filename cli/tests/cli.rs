@@ -527,6 +527,36 @@ fn lab_prints_the_matrix_and_writes_markdown() {
     assert!(stderr(&out).contains("needs a redis:// or rediss:// URL"), "{}", stderr(&out));
 }
 
+/// `baton lab`'s SQLite rows under the machine-clock fault: a second process whose wall
+/// clock runs 60 s ahead (libfaketime) must find a live lease held, on every SQLite scheme.
+#[test]
+fn lab_sqlite_rows_keep_exclusion_through_a_machine_clock_step() {
+    let have_server = Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_ok();
+    if !have_server || baton_lab::faketime_lib().is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "redis-server or libfaketime not installed (scripts/suites/30-rust.sh)"
+        );
+        eprintln!("redis-server or libfaketime missing: skipping");
+        return;
+    }
+    let mut cmd = baton();
+    cmd.args(["lab", "--json"]);
+    for s in ["sqlite-state", "sqlite-table", "sqlite-optimistic"] {
+        cmd.args(["--scheme", s]);
+    }
+    if let Ok(url) = std::env::var("BATON_TEST_REDIS_URL") {
+        cmd.args(["--url", &url]);
+    }
+    // Three SQLite rows take ~10 s here; 180 s only catches a hang.
+    let out = run_to_end(&mut cmd, Duration::from_secs(180), "baton lab");
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let m: Value = serde_json::from_slice(&out.stdout).expect("lab --json prints JSON");
+    for row in m["rows"].as_array().unwrap() {
+        assert_eq!(row["cells"]["mutual_exclusion"]["result"], "kept", "{row}");
+    }
+}
+
 /// Lines in `log`, waiting until it stops growing for `quiet`: (lines, whether it stopped
 /// within `limit`).
 fn settles(log: &Path, quiet: Duration, limit: Duration) -> (usize, bool) {
@@ -627,8 +657,9 @@ fn leftovers_of_the_command_are_killed_at_its_end() {
     assert!(lines > 0 && still, "the background loop outlived the command ({lines} lines)");
 }
 
-/// SQLite leases are measured on CLOCK_BOOTTIME: a process whose wall clock runs 60 s
-/// ahead (libfaketime, wall clock only) still finds the lock held.
+/// SQLite leases are measured on CLOCK_BOOTTIME, in baton's own design and in the
+/// `?scheme=` designs whose statements judge expiries (`baton_now_ms()`): a process whose
+/// wall clock runs 60 s ahead (libfaketime, wall clock only) still finds the lock held.
 #[test]
 fn sqlite_leases_ignore_a_wall_clock_step() {
     let lib =
@@ -644,41 +675,48 @@ fn sqlite_leases_ignore_a_wall_clock_step() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_url(dir.path(), "clock.db");
-    let mut holder = baton()
-        .args(["run", "--url", &url, "--ttl", "20s", "clock/step", "--", "sleep", "30"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let busy = || {
-        let out = run_to_end(
-            baton().args(["inspect", "--url", &url, "--json", "clock/step"]),
-            Duration::from_secs(30),
-            "inspect",
-        );
-        serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|v| v["held"] == true)
-    };
-    let t0 = Instant::now();
-    while !busy() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "the holder never held");
-        std::thread::sleep(Duration::from_millis(50));
+    for (file, query) in [("clock.db", ""), ("table.db", "?scheme=table"), ("optimistic.db", "?scheme=optimistic")] {
+        let url = format!("{}{query}", sqlite_url(dir.path(), file));
+        let mut holder = baton()
+            .args(["run", "--url", &url, "--ttl", "20s", "clock/step", "--", "sleep", "30"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let busy = || {
+            let out = run_to_end(
+                baton().args(["inspect", "--url", &url, "--json", "clock/step"]),
+                Duration::from_secs(30),
+                "inspect",
+            );
+            serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|v| v["held"] == true)
+        };
+        let t0 = Instant::now();
+        while !busy() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "{url}: the holder never held");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for ahead in ["+60s", "+1d"] {
+            let out = run_to_end(
+                baton()
+                    .args(["run", "--url", &url, "--wait", "0", "clock/step", "--", "true"])
+                    .env("LD_PRELOAD", lib)
+                    .env("FAKETIME", ahead)
+                    .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+                    .env("FAKETIME_DONT_RESET", "1"),
+                Duration::from_secs(30),
+                "baton run under faketime",
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(75),
+                "{url}, clock {ahead}: the lock must still be busy; stderr: {}",
+                stderr(&out)
+            );
+        }
+        let _ = holder.kill();
+        let _ = holder.wait();
     }
-    for ahead in ["+60s", "+1d"] {
-        let out = run_to_end(
-            baton()
-                .args(["run", "--url", &url, "--wait", "0", "clock/step", "--", "true"])
-                .env("LD_PRELOAD", lib)
-                .env("FAKETIME", ahead)
-                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-                .env("FAKETIME_DONT_RESET", "1"),
-            Duration::from_secs(30),
-            "baton run under faketime",
-        );
-        assert_eq!(out.status.code(), Some(75), "clock {ahead}: the lock must still be busy; stderr: {}", stderr(&out));
-    }
-    let _ = holder.kill();
-    let _ = holder.wait();
 }
 
 /// A refused password is one kind on every store: `baton run` exits 69 (Connection), and

@@ -57,7 +57,7 @@ pub enum Flaw {
     /// A client whose clock ran ahead took over a live lock.
     ClockJumpTakeover,
     /// The server's clock stepped forward: it expired a live lock, and another client was
-    /// granted it.
+    /// granted it (a SQLite file: a second process whose wall clock ran ahead).
     ServerClockStep,
     /// A holder's release after its lease ended deleted its successor's lock.
     LateReleaseFreedSuccessor,

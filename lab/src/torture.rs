@@ -9,6 +9,7 @@
 //! Holders that must *not* lose their lease hold it for [`LONG_TTL`], far beyond anything
 //! a loaded machine delays a scenario by; holders meant to lose it hold [`Config::ttl`].
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use futures_util::future::join_all;
 
 use crate::matrix::{Cell, Flaw, Matrix, Property, Row};
 use crate::raw::Raw;
-use crate::servers::{OwnRedis, faketime_available, redis_server_available};
+use crate::servers::{OwnRedis, faketime_available, faketime_lib, redis_server_available};
 use crate::sql::{self, Databases};
 use crate::sql_servers::{OwnMariaDb, OwnPostgres, own_mariadb_available, own_postgres_available};
 use crate::zk_servers::{OwnZk, zookeeper_available};
@@ -57,6 +58,10 @@ pub struct Config {
     pub postgres_url: Option<String>,
     /// The MySQL or MariaDB server of the `mysql-*` rows (`mysql://…`), as `postgres_url`.
     pub mysql_url: Option<String>,
+    /// The `baton` CLI, for the fault that needs a second process on this machine (its
+    /// wall clock stepped under libfaketime: the SQLite rows); `None`: that fault is not
+    /// run. `baton lab` passes itself.
+    pub baton_bin: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -67,6 +72,7 @@ impl Default for Config {
             schemes: Scheme::ALL.to_vec(),
             postgres_url: None,
             mysql_url: None,
+            baton_bin: None,
         }
     }
 }
@@ -111,8 +117,14 @@ pub async fn run(config: &Config) -> Result<Matrix> {
     let run_id = format!("baton-lab:{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let mut rows = Vec::new();
     for &scheme in &config.schemes {
-        let lab =
-            Lab { scheme, urls: vec![url.clone()], resource: url.clone(), run_id: run_id.clone(), ttl: config.ttl };
+        let lab = Lab {
+            scheme,
+            urls: vec![url.clone()],
+            resource: url.clone(),
+            run_id: run_id.clone(),
+            ttl: config.ttl,
+            baton_bin: config.baton_bin.clone(),
+        };
         let row = match scheme {
             Scheme::Redlock if !own_servers => {
                 not_run(scheme, "needs redis-server on PATH (its nodes are the lab's own)")
@@ -202,10 +214,13 @@ async fn sql_row(mut lab: Lab, base: &str, own: &mut OwnSql) -> Result<Row> {
     let mut f = Findings::default();
     safety_faults(&lab, &mut f).await?;
     match lab.scheme.sql() {
-        Some((Database::Sqlite, _)) => f.not_run(
-            Property::SurvivesNodeLoss,
-            "an embedded file, no server to lose: the lock lives and dies with its one machine",
-        ),
+        Some((Database::Sqlite, _)) => {
+            machine_clock_step(&lab, &mut f).await?;
+            f.not_run(
+                Property::SurvivesNodeLoss,
+                "an embedded file, no server to lose: the lock lives and dies with its one machine",
+            );
+        }
         Some((db, _)) => match own.server(db).await {
             Err(reason) => f.not_run(Property::SurvivesNodeLoss, &reason),
             Ok(server) => server_loss(&lab, server, &mut f).await?,
@@ -402,6 +417,7 @@ struct Lab {
     resource: String,
     run_id: String,
     ttl: Duration,
+    baton_bin: Option<PathBuf>,
 }
 
 impl Lab {
@@ -906,6 +922,59 @@ async fn server_clock_step(lab: &Lab, nodes: usize, f: &mut Findings) -> Result<
         b.crash();
     }
     a.crash();
+    Ok(())
+}
+
+/// The machine's wall clock steps forward (an NTP step, a resumed VM) while A holds the
+/// lock for [`LONG_TTL`] in a SQLite file: B is a second process on the machine whose wall
+/// clock runs [`SERVER_CLOCK_STEP`] ahead (the `baton` CLI under libfaketime, its monotonic
+/// clocks left alone, as a step leaves them), trying once. A file whose leases were
+/// judged by the wall clock would see A's lease ended and grant B (✗ mutual exclusion).
+/// Not run without the CLI ([`Config::baton_bin`]) or libfaketime.
+async fn machine_clock_step(lab: &Lab, f: &mut Findings) -> Result<()> {
+    let (Some(bin), Some(lib)) = (&lab.baton_bin, faketime_lib()) else { return Ok(()) };
+    let name = lab.name("machine-clock");
+    let mut a = lab.client(&name, Hooks::none()).await?;
+    must_acquire(&mut a, LONG_TTL, lab.scheme).await?;
+    let ahead = format!("+{}s", SERVER_CLOCK_STEP.as_secs());
+    let b = tokio::process::Command::new(bin)
+        .args(["run", "--url", &lab.urls[0], "--wait", "0", &name, "--", "true"])
+        .env("LD_PRELOAD", lib)
+        .env("FAKETIME", &ahead)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .env("FAKETIME_DONT_RESET", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    // 30 s bounds a loaded machine: one try on a local file takes milliseconds.
+    let out = tokio::time::timeout(Duration::from_secs(30), b)
+        .await
+        .map_err(|_| Error::new(ErrorKind::Backend, "lab: `baton run` under libfaketime did not end in 30 s"))?
+        .map_err(|e| Error::new(ErrorKind::Backend, format!("lab: cannot run {}: {e}", bin.display())))?;
+    match out.status.code() {
+        // EX_TEMPFAIL: busy, as it must be.
+        Some(75) => {}
+        Some(0) => f.broke(
+            Property::MutualExclusion,
+            Flaw::ServerClockStep,
+            format!(
+                "a process whose wall clock ran {}s ahead judged A's live {}s lease ended and was granted",
+                SERVER_CLOCK_STEP.as_secs(),
+                LONG_TTL.as_secs()
+            ),
+        ),
+        code => {
+            return Err(Error::new(
+                ErrorKind::Backend,
+                format!(
+                    "lab: `baton run` under libfaketime exited {code:?}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            ));
+        }
+    }
+    a.release().await?;
     Ok(())
 }
 

@@ -9,8 +9,18 @@
 //! previous one, so every lease written before the reboot (whose holders died with it)
 //! has expired. A file from before this clock (expiries on the wall clock, ms since
 //! 1970) gets a first base `BOOT_SKIP` past the wall clock, with the same effect.
+//!
+//! The `?scheme=` designs judge expiries in SQL: on SQLite they call `baton_now_ms()`, this
+//! clock registered on each connection ([`register`]), not `julianday('now')` (the wall
+//! clock, which a stepped process would read).
 
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use libsqlite3_sys as ffi;
+use sqlx::SqliteConnection;
 
 use sqlx::SqlitePool;
 
@@ -48,6 +58,50 @@ pub(crate) async fn base(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
         .await?;
     tx.commit().await?;
     Ok(base)
+}
+
+/// Registers `baton_now_ms()` on `conn`: [`now_ms`] of the base `base` holds (set once the
+/// file's base is read, before any statement calls it).
+pub(crate) async fn register(conn: &mut SqliteConnection, base: Arc<AtomicU64>) -> Result<(), sqlx::Error> {
+    let mut handle = conn.lock_handle().await?;
+    let db = handle.as_raw_handle().as_ptr();
+    let data = Arc::into_raw(base).cast_mut().cast::<c_void>();
+    // SAFETY: `db` is this connection's open handle, locked for the call; `data` is an
+    // `Arc` that SQLite hands back to `now_sql` while the function lives and to `drop_base`
+    // once (also when the registration fails).
+    let rc = unsafe {
+        ffi::sqlite3_create_function_v2(
+            db,
+            c"baton_now_ms".as_ptr(),
+            0,
+            ffi::SQLITE_UTF8,
+            data,
+            Some(now_sql),
+            None,
+            None,
+            Some(drop_base),
+        )
+    };
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(sqlx::Error::Protocol(format!("cannot register baton_now_ms() on SQLite (code {rc})")))
+    }
+}
+
+/// `baton_now_ms()`: no panic can happen here (saturating arithmetic, no allocation).
+unsafe extern "C" fn now_sql(ctx: *mut ffi::sqlite3_context, _argc: c_int, _argv: *mut *mut ffi::sqlite3_value) {
+    // SAFETY: the user data is the `Arc<AtomicU64>` given in `register`, alive until
+    // `drop_base`, which SQLite calls only after the function's last use.
+    let base = unsafe { &*ffi::sqlite3_user_data(ctx).cast::<AtomicU64>() };
+    let now = i64::try_from(now_ms(base.load(Ordering::Acquire))).unwrap_or(i64::MAX);
+    // SAFETY: `ctx` is the context of this call.
+    unsafe { ffi::sqlite3_result_int64(ctx, now) };
+}
+
+unsafe extern "C" fn drop_base(p: *mut c_void) {
+    // SAFETY: `p` is the pointer `register` made with `Arc::into_raw`, dropped once.
+    drop(unsafe { Arc::from_raw(p.cast_const().cast::<AtomicU64>()) });
 }
 
 /// `CLOCK_BOOTTIME`, or the wall clock where there is none (not Linux).

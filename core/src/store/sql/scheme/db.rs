@@ -27,12 +27,14 @@ impl Dialect {
         if self == Dialect::Postgres { format!("${i}") } else { "?".to_owned() }
     }
 
-    /// The database's clock, in milliseconds since the Unix epoch (SQLite: this machine's).
+    /// The database's clock, in milliseconds (PostgreSQL, MySQL: since the Unix epoch;
+    /// SQLite: the file's lease clock on this machine's `CLOCK_BOOTTIME`, which a wall-clock
+    /// step does not move, registered on each connection: `boot_clock::register`).
     pub(crate) fn now_ms(self) -> &'static str {
         match self {
             Dialect::Postgres => "(extract(epoch from clock_timestamp()) * 1000)::bigint",
             Dialect::Mysql => "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
-            Dialect::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+            Dialect::Sqlite => "baton_now_ms()",
         }
     }
 

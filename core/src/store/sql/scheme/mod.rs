@@ -169,14 +169,25 @@ async fn connect(url: &StoreUrl, cfg: &SchemeConfig, max: u32, store: &str) -> R
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(cfg.busy_timeout);
+            let open_err = |e: sqlx::Error| {
+                Error::connection(format!("cannot open the SQLite database {path}: {e}")).with_source(e)
+            };
+            // The lease clock's base, read once the first connection is up; every
+            // connection's `baton_now_ms()` reads it.
+            let base = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let on_each = base.clone();
             let pool = SqlitePoolOptions::new()
                 .max_connections(max)
                 .acquire_timeout(cfg.busy_timeout + Duration::from_secs(5))
+                .after_connect(move |conn, _| {
+                    let base = on_each.clone();
+                    Box::pin(async move { super::boot_clock::register(conn, base).await })
+                })
                 .connect_with(opts)
                 .await
-                .map_err(|e| {
-                    Error::connection(format!("cannot open the SQLite database {path}: {e}")).with_source(e)
-                })?;
+                .map_err(open_err)?;
+            let b = super::boot_clock::base(&pool).await.map_err(open_err)?;
+            base.store(b, std::sync::atomic::Ordering::Release);
             Ok(Pool::Lite(pool))
         }
         s => Err(Error::invalid_url(format!("`{s}://` names no SQL database of this build"))),

@@ -53,10 +53,17 @@ impl Redlock {
             .enumerate()
             .map(|(i, n)| {
                 let (n, key, fut) = (n.clone(), key.clone(), step(n.clone()));
+                // The step ahead is looked up here, before any answer, not on the step's
+                // first poll: this stream may poll it late (`FuturesUnordered` yields once
+                // two of its futures yield, as tokio's cooperative budget makes them),
+                // after the decision below took this node's turn for it, which it would
+                // then wait for to its own timeout (seen: `update_lease` held 3 s on two
+                // nodes of five). A landing step makes no such turn.
+                let ahead = n.behind.ahead(&key);
                 async move {
                     let r = match land {
                         true => n.step_landing(&key, limit, fut).await,
-                        false => n.step(Some(&key), limit, fut).await,
+                        false => n.step_after(ahead, limit, fut).await,
                     };
                     (i, r)
                 }

@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 use tokio::time::error::Elapsed;
 
 use super::config::BEHIND_TIMEOUT;
-use super::gate::{Turns, after};
+use super::gate::{Turn, Turns, after};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::store::redis::Redis;
@@ -33,7 +33,17 @@ impl Node {
         limit: Duration,
         step: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        let ahead = key.and_then(|k| self.behind.ahead(k));
+        self.step_after(key.and_then(|k| self.behind.ahead(k)), limit, step).await
+    }
+
+    /// `step` on this node once the step holding `ahead` (looked up by the caller) has
+    /// ended, the whole bounded by `limit`.
+    pub(super) async fn step_after<T>(
+        &self,
+        ahead: Option<Turn>,
+        limit: Duration,
+        step: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
         match tokio::time::timeout(limit, after(ahead, step)).await {
             Ok(r) => r,
             Err(_) => Err(self.no_answer(limit)),

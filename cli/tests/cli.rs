@@ -474,6 +474,20 @@ fn bench_on_redlock_etcd_and_zk_reports_the_user_scenarios() {
     }
 }
 
+/// `baton lab --json` over `schemes`, on the shared Redis server when there is one (the
+/// lab's own otherwise); names are random.
+fn lab_json(schemes: &[&str]) -> Command {
+    let mut cmd = baton();
+    cmd.arg("lab").arg("--json");
+    for s in schemes {
+        cmd.args(["--scheme", s]);
+    }
+    if let Ok(url) = std::env::var("BATON_TEST_REDIS_URL") {
+        cmd.args(["--url", &url]);
+    }
+    cmd
+}
+
 #[test]
 fn lab_prints_the_matrix_and_writes_markdown() {
     let have_server = Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_ok();
@@ -484,15 +498,8 @@ fn lab_prints_the_matrix_and_writes_markdown() {
     }
     let dir = tempfile::tempdir().unwrap();
     let md = dir.path().join("lab.md");
-    let mut cmd = baton();
-    cmd.args(["lab", "--json", "--markdown", md.to_str().unwrap()]);
-    for s in ["setnx-expire", "set-nx-px-lua", "redisson"] {
-        cmd.args(["--scheme", s]);
-    }
-    // The shared server when there is one (the lab's own otherwise); names are random.
-    if let Ok(url) = std::env::var("BATON_TEST_REDIS_URL") {
-        cmd.args(["--url", &url]);
-    }
+    let mut cmd = lab_json(&["setnx-expire", "set-nx-px-lua", "redisson"]);
+    cmd.args(["--markdown", md.to_str().unwrap()]);
     // Three schemes take ~5 s here; 120 s only catches a hang.
     let out = run_to_end(&mut cmd, Duration::from_secs(120), "baton lab");
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
@@ -540,14 +547,7 @@ fn lab_sqlite_rows_keep_exclusion_through_a_machine_clock_step() {
         eprintln!("redis-server or libfaketime missing: skipping");
         return;
     }
-    let mut cmd = baton();
-    cmd.args(["lab", "--json"]);
-    for s in ["sqlite-state", "sqlite-table", "sqlite-optimistic"] {
-        cmd.args(["--scheme", s]);
-    }
-    if let Ok(url) = std::env::var("BATON_TEST_REDIS_URL") {
-        cmd.args(["--url", &url]);
-    }
+    let mut cmd = lab_json(&["sqlite-state", "sqlite-table", "sqlite-optimistic"]);
     // Three SQLite rows take ~10 s here; 180 s only catches a hang.
     let out = run_to_end(&mut cmd, Duration::from_secs(180), "baton lab");
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));

@@ -12,7 +12,10 @@ package_jvm() {
     version=$(workspace_version)
     local -a skip=(-DskipTests)
     [[ ${BATON_PACKAGE_TESTS:-0} == 1 ]] && skip=()
-    mvn -B -ntp -f "$ROOT/bindings-kotlin/pom.xml" -Dcargo.triple="$triple" "${skip[@]}" install
+    local -a build=()
+    [[ $BATON_PACKAGE_BUILD == test ]] && build=(-Dcargo.profile=dev -Dcargo.out="${CARGO_TARGET_DIR:-$ROOT/target}/$triple/debug" \
+        -Dcargo.features=workspace-features)
+    mvn -B -ntp -f "$ROOT/bindings-kotlin/pom.xml" -Dcargo.triple="$triple" "${build[@]}" "${skip[@]}" install
     local f
     for f in baton-"$version".jar baton-"$version"-sources.jar baton-"$version"-javadoc.jar; do
         cp "$ROOT/bindings-kotlin/target/$f" "$DIST/"

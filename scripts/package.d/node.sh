@@ -12,7 +12,12 @@ package_node() {
     command -v npm >/dev/null || die "npm not found: install npm"
     if [[ -z ${BATON_NODE_SKIP_BUILD:-} ]]; then
         timeout 600 npm --prefix "$dir" install --no-audit --no-fund
-        timeout 3600 npm --prefix "$dir" run build
+        if [[ $BATON_PACKAGE_BUILD == test ]]; then
+            timeout 3600 npm --prefix "$dir" run build:native:test
+            timeout 600 npm --prefix "$dir" run build:ts
+        else
+            timeout 3600 npm --prefix "$dir" run build
+        fi
     fi
     rm -f "$DIST"/baton-lock-*.tgz
     # `prepack` (scripts/check-built.mjs) refuses to pack without the addon and dist/.

@@ -17,7 +17,9 @@ package_python() {
     fi
     rm -f "$DIST"/baton_lock-*.whl
     # maturin picks the abi3 tag from pyo3's `abi3-py39` feature (bindings-python/Cargo.toml).
-    timeout 3600 "$tools/bin/maturin" build --release --interpreter "$tools/bin/python" \
+    local -a build=(--release)
+    [[ $BATON_PACKAGE_BUILD == test ]] && build=(--features workspace-features)
+    timeout 3600 "$tools/bin/maturin" build "${build[@]}" --interpreter "$tools/bin/python" \
         --manifest-path "$ROOT/bindings-python/Cargo.toml" --out "$DIST"
     local whl
     whl=$(ls "$DIST"/baton_lock-*-cp39-abi3-*.whl 2>/dev/null) || die "maturin left no baton_lock-*-cp39-abi3 wheel in $DIST"

@@ -11,6 +11,11 @@ suite_lint() {
     step "cargo clippy -D warnings" 30m cargo clippy --workspace --all-targets --all-features -- -D warnings
     # The smallest build (memory:// only, what wasm will use) must compile cleanly too.
     step "cargo clippy (no default features)" 15m cargo clippy -p baton --no-default-features -- -D warnings
+    # The bindings' test builds compile only their own crates on the rust suite's build
+    # (scripts/test, "one build"): their dependency features must be that build's.
+    local -a args; mapfile -t args < <(test_build_args)
+    step "bindings' test builds share the test build's dependencies" 5m \
+        python3 "$ROOT/scripts/lib/workspace_features.py" baton-python baton-node baton-kotlin -- "${args[@]}"
     # Each store feature alone (cargo-hack's --each-feature, without the extra tool).
     local f
     for f in sqlite postgres mysql redis redlock etcd etcd-http zookeeper; do

@@ -11,10 +11,9 @@ suite_rust() {
     # libfaketime: the CLI's SQLite test steps a process's wall clock, redis_clock_step.rs
     # a redis-server's.
     ensure_apt_packages faketime
-    local -a ex; mapfile -t ex < <(exclude_args)
+    local -a args; mapfile -t args < <(test_build_args)
     local list="$ROOT/target/test-binaries.tsv"
-    timed "cargo test --no-run (every test binary, once)" \
-        list_test_binaries "$list" --workspace "${ex[@]}" --all-features
+    timed "cargo test --no-run (every test binary, once)" list_test_binaries "$list" "${args[@]}"
     timed "test binaries ($(wc -l <"$list") in ${#TEST_GROUPS[@]} parallel groups)" run_test_groups "$list"
-    step "doctests" 20m cargo test --workspace "${ex[@]}" --all-features --doc
+    step "doctests" 20m cargo test "${args[@]}" --doc
 }

@@ -17,9 +17,10 @@ suite_node() {
     command -v node >/dev/null || die "node not found: install Node.js ≥ 20 (with npm)"
     command -v npm >/dev/null || die "npm not found: install npm"
     local dir="$ROOT/bindings-node"
-    bindings_build_env
     step "npm install (bindings-node)" 10m npm --prefix "$dir" install --no-audit --no-fund
-    step "napi build --release + tsc" 45m npm --prefix "$dir" run build
+    # The test build of the addon (dev profile, on the rust suite's compiled dependencies).
+    step "napi build (test build)" 45m npm --prefix "$dir" run build:native:test
+    step "tsc" 10m npm --prefix "$dir" run build:ts
     # Every server store of the services suite that this build reaches (see store-urls.mjs).
     if [[ -z ${BATON_TEST_URLS:-} ]]; then
         BATON_TEST_URLS=$(cd "$dir" && timeout 120 node scripts/store-urls.mjs) || die "listing the test stores failed"

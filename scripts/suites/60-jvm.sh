@@ -1,12 +1,13 @@
 # shellcheck shell=bash
 # The JVM artifact (bindings-kotlin/, Maven coordinates dev.baton:baton): JDK 17 and Maven
 # from Debian if missing, then `mvn install` of bindings-kotlin/pom.xml — cargo build of the
-# native library (into the same target/<host triple>/release as the Python and Node suites,
-# so their dependencies are reused), uniffi-bindgen, Kotlin compile, the JUnit 5 suite
+# native library, uniffi-bindgen, Kotlin compile, the JUnit 5 suite
 # (behaviour × memory/sqlite/redis/etcd, errors, cancellation, leaks, real Redisson in the
 # same JVM), one jar with the library inside plus sources and javadoc jars — then the
 # consumer project tests/jvm-consumer/, which depends on the installed artifact by
-# coordinates only and runs the README's Kotlin and Java quick starts.
+# coordinates only and runs the README's Kotlin and Java quick starts. The native library is
+# the test build's (`BATON_PACKAGE_BUILD=test scripts/package jvm`: dev profile, on the
+# rust suite's compiled dependencies; scripts/test).
 
 # The cdylib only loads inside the JVM: this suite tests it there (the lint suite lints it).
 RUST_EXCLUDE+=(baton-kotlin)
@@ -21,7 +22,6 @@ ensure_jvm() {
 suite_jvm() {
     ensure_toolchain
     ensure_jvm
-    bindings_build_env
     local version pom_version
     version=$(workspace_version)
     pom_version=$(sed -n 's|^  <version>\(.*\)</version>|\1|p' "$ROOT/bindings-kotlin/pom.xml" | head -1)
@@ -29,7 +29,7 @@ suite_jvm() {
     [[ -n ${BATON_TEST_REDIS_URL:-} && -n ${BATON_TEST_ETCD_URL:-} ]] \
         || die "the JVM suite needs the servers: run the services suite first (BATON_TEST_REDIS_URL, BATON_TEST_ETCD_URL)"
     step "mvn install (bindings-kotlin: cargo, uniffi, kotlinc, JUnit, jars)" 40m \
-        mvn -B -ntp -f "$ROOT/bindings-kotlin/pom.xml" -Dcargo.triple="$CARGO_BUILD_TARGET" install
+        env BATON_PACKAGE_BUILD=test BATON_PACKAGE_TESTS=1 "$ROOT/scripts/package" jvm
     step "jvm-consumer (README samples against the installed jar)" 10m "$ROOT/tests/jvm-consumer/run.sh"
 }
 

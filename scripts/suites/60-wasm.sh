@@ -20,7 +20,7 @@ suite_wasm() {
     fi
     [[ -n ${BATON_TEST_ETCD_HTTP_URL:-} ]] || die "BATON_TEST_ETCD_HTTP_URL unset: run the services suite first"
     export BATON_TEST_ETCD_HTTP_URL
-    # The bindings' suites set a host target for their builds; these builds name their own.
+    # scripts/test names the host target for every build; these name their own.
     local -a cargo=(env -u CARGO_BUILD_TARGET cargo)
     step "scripts/package wasm" 20m env -u CARGO_BUILD_TARGET "$ROOT/scripts/package" wasm
     step "cargo clippy (wasm32: the core with etcd-http)" 15m "${cargo[@]}" clippy -p baton --lib \
@@ -29,8 +29,8 @@ suite_wasm() {
         -p baton-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
     step "wasm-bindgen-test in headless Chromium" 20m env CHROMEDRIVER=/usr/bin/chromedriver \
         WASM_BINDGEN_TEST_TIMEOUT=300 "${cargo[@]}" test -p baton-wasm --target wasm32-unknown-unknown
-    step "baton CLI (for the cross-runtime test)" 20m "${cargo[@]}" build -q -p baton-cli
-    step "browser pages, demo, cross-runtime, Node package" 10m env BATON_BIN="$ROOT/target/debug/baton" \
+    test_build_cli   # for the cross-runtime test
+    step "browser pages, demo, cross-runtime, Node package" 10m env BATON_BIN="$TEST_BUILD_DIR/baton" \
         node "$ROOT/wasm/test/run.mjs"
 }
 

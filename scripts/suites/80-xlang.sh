@@ -92,7 +92,6 @@ suite_xlang() {
         # shellcheck source=/dev/null
         . "$senv"
     fi
-    bindings_build_env
     mkdir -p "$XLANG_DIR"
     # The peers' builds download and compile in the background while the packages install.
     log "── in the background: Go peers (go build)"
@@ -106,13 +105,9 @@ suite_xlang() {
     [[ -n ${BATON_NODE_PACKED:-} ]] || pkgs+=(node)
     xlang_jar_fresh || pkgs+=(jvm)
     (( ${#pkgs[@]} == 0 )) || step "packages: ${pkgs[*]} (scripts/package)" 60m "$ROOT/scripts/package" "${pkgs[@]}"
-    # The rust suite's build of the CLI when it is newer than every source (it is, in a
-    # whole run); otherwise a build of its own. Host target dir, as the rust suite's.
-    export BATON_CLI="$ROOT/target/debug/baton"
-    if [[ ! -x $BATON_CLI || -n $(find "$ROOT"/{core,cli,lab}/src "$ROOT"/{core,cli,lab}/Cargo.toml "$ROOT/Cargo.lock" \
-            -newer "$BATON_CLI" -print -quit) ]]; then
-        step "baton CLI (cargo build -p baton-cli)" 30m env -u CARGO_BUILD_TARGET cargo build -q -p baton-cli
-    fi
+    # The CLI of the rust suite's test build (a no-op after that suite).
+    test_build_cli
+    export BATON_CLI="$TEST_BUILD_DIR/baton"
     log "── in the background: JVM holders (Redisson, Curator, baton's jar: Maven Central + javac)"
     xlang_java >"$XLANG_DIR/java-build.log" 2>&1 & java_pid=$!
     timed "wheel into a fresh venv, no Rust on PATH" xlang_python

@@ -1,0 +1,2 @@
+// Empty: it makes cargo resolve the [build-dependencies] (see Cargo.toml).
+fn main() {}

@@ -48,3 +48,11 @@ async fn first_steps_on_a_new_name_do_not_deadlock() {
         behaviour::bounded("a first step", std::time::Duration::from_secs(120), t).await.unwrap().unwrap();
     }
 }
+
+/// A refused connection is named at once, for the store and for a classic SQL scheme.
+#[tokio::test]
+async fn refused_connection_is_named() {
+    for url in ["mysql://u:hunter2@127.0.0.1:1/db", "mysql://u:hunter2@127.0.0.1:1/db?scheme=for-update"] {
+        behaviour::errors::refused_connection_is_named(url).await;
+    }
+}

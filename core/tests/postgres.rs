@@ -20,3 +20,11 @@ async fn bad_password_is_not_echoed() {
     assert_eq!(e.kind(), baton::ErrorKind::Connection, "{e}");
     assert!(!e.to_string().contains("hunter2") && !format!("{e:?}").contains("hunter2"), "{e:?}");
 }
+
+/// A refused connection is named at once, for the store and for a classic SQL scheme.
+#[tokio::test]
+async fn refused_connection_is_named() {
+    for url in ["postgres://u:hunter2@127.0.0.1:1/db", "postgres://u:hunter2@127.0.0.1:1/db?scheme=table"] {
+        behaviour::errors::refused_connection_is_named(url).await;
+    }
+}

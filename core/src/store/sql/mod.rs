@@ -150,6 +150,32 @@ pub(crate) fn step<R>(
     Ok(Step { out, write, version: if wakes { version + 1 } else { version }, wakes })
 }
 
+/// How long opening a server database's first connection may take.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+const CONNECT_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Opens the pool of a `postgres://` or `mysql://` store (`url`: the driver's URL) after
+/// one connection made directly: a pool's own first `connect` retries a failed connection
+/// until its acquire timeout and then says only "pool timed out", where the direct attempt
+/// fails at once with the server's reason (refused, wrong password, TLS). It is closed
+/// again; the pool makes its own, with its per-connection setup.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) async fn open_pool<DB: sqlx::Database>(
+    pool: sqlx::pool::PoolOptions<DB>,
+    url: &str,
+    store: &str,
+) -> Result<sqlx::Pool<DB>> {
+    use sqlx::{ConnectOptions, Connection};
+    let fail = |e: sqlx::Error| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e);
+    let options: <DB::Connection as Connection>::Options = url.parse().map_err(fail)?;
+    let first = crate::rt::timeout(CONNECT_BOUND, options.connect()).await.map_err(|_| {
+        Error::connection(format!("cannot connect to {store}: no answer within {} s", CONNECT_BOUND.as_secs()))
+    })?;
+    // A failed close leaves nothing of ours behind: the server ends the session.
+    let _ = first.map_err(fail)?.close().await;
+    pool.connect_with(options).await.map_err(fail)
+}
+
 /// Maps a driver error: unreachable/closed pools are `Connection`, the rest `Backend`.
 pub(crate) fn driver_error(store: &str, e: sqlx::Error) -> Error {
     let msg = format!("{store}: {e}");

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlPoolOptions};
 
 use super::config::{ServerConfig, SqlConfig};
-use super::{decode, driver_error, step, within_step_bound};
+use super::{decode, driver_error, open_pool, step, within_step_bound};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
@@ -63,7 +63,7 @@ impl Mysql {
 
     async fn connect(config: ServerConfig) -> Result<Mysql> {
         let store = format!("MySQL {}", config.shown);
-        let pool = MySqlPoolOptions::new()
+        let options = MySqlPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
             .idle_timeout(POOL_IDLE)
@@ -73,10 +73,8 @@ impl Mysql {
                     sqlx::query(IDLE_IN_STEP).execute(conn).await?;
                     Ok(())
                 })
-            })
-            .connect(&config.driver_url("mysql"))
-            .await
-            .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;
+            });
+        let pool = open_pool(options, &config.driver_url("mysql"), &store).await?;
         sqlx::query(SCHEMA).execute(&pool).await.map_err(|e| driver_error(&store, e))?;
         widen_names(&pool).await.map_err(|e| driver_error(&store, e))?;
         Ok(Mysql { db: Arc::new(Db { pool, store }), wakes: Wakes::for_store(&format!("mysql:{}", config.shown)) })

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 
 use super::config::{ServerConfig, SqlConfig};
-use super::{decode, driver_error, step, within_step_bound, write_state};
+use super::{decode, driver_error, open_pool, step, within_step_bound, write_state};
 use crate::error::{Error, Result};
 use crate::key::{Family, Key};
 use crate::rt::{AbortOnDrop, Rt};
@@ -57,18 +57,15 @@ impl Postgres {
 
     async fn connect(config: ServerConfig) -> Result<Postgres> {
         let store = format!("PostgreSQL {}", config.shown);
-        let pool = PgPoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(10))
-            .after_connect(|conn, _| {
+        let options = PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(10)).after_connect(
+            |conn, _| {
                 Box::pin(async move {
                     sqlx::query(IDLE_IN_STEP).execute(conn).await?;
                     Ok(())
                 })
-            })
-            .connect(&config.driver_url("postgres"))
-            .await
-            .map_err(|e| Error::connection(format!("cannot connect to {store}: {e}")))?;
+            },
+        );
+        let pool = open_pool(options, &config.driver_url("postgres"), &store).await?;
         create_schema(&pool).await.map_err(|e| driver_error(&store, e))?;
         let mut listener = PgListener::connect_with(&pool).await.map_err(|e| driver_error(&store, e))?;
         listener.listen(CHANNEL).await.map_err(|e| driver_error(&store, e))?;

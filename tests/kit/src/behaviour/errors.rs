@@ -304,3 +304,17 @@ pub async fn odd_names_are_distinct(store: &Store) {
     }
     assert!(b.lock(&names[2]).try_acquire().await.unwrap().is_some());
 }
+
+/// A server that refuses the connection (`url` names a closed port) is a `Connection` error
+/// at once that says so, not a pool's "timed out" after its acquire timeout; the password
+/// stays out of it.
+pub async fn refused_connection_is_named(url: &str) {
+    let started = std::time::Instant::now();
+    let e = bounded(url, Duration::from_secs(30), Client::connect(url)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.to_string().contains("refused"), "{url}: the cause is missing from `{e}`");
+    assert!(!e.to_string().contains("hunter2") && !format!("{e:?}").contains("hunter2"), "{e:?}");
+    // Bound: a refused connect returns in milliseconds; 5 s is half the pool's acquire
+    // timeout, after which the old behaviour answered.
+    assert!(started.elapsed() < Duration::from_secs(5), "{url}: took {:?}", started.elapsed());
+}

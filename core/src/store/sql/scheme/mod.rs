@@ -138,23 +138,17 @@ async fn connect(url: &StoreUrl, cfg: &SchemeConfig, max: u32, store: &str) -> R
         #[cfg(feature = "postgres")]
         "postgres" | "postgresql" => {
             let server = super::config::ServerConfig::unchecked(url)?;
-            let pool = sqlx::postgres::PgPoolOptions::new()
-                .max_connections(max)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect(&server.driver_url("postgres"))
-                .await
-                .map_err(fail)?;
+            let options =
+                sqlx::postgres::PgPoolOptions::new().max_connections(max).acquire_timeout(Duration::from_secs(10));
+            let pool = super::open_pool(options, &server.driver_url("postgres"), store).await?;
             Ok(Pool::Pg(pool))
         }
         #[cfg(feature = "mysql")]
         "mysql" => {
             let server = super::config::ServerConfig::unchecked(url)?;
-            let pool = sqlx::mysql::MySqlPoolOptions::new()
-                .max_connections(max)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect(&server.driver_url("mysql"))
-                .await
-                .map_err(fail)?;
+            let options =
+                sqlx::mysql::MySqlPoolOptions::new().max_connections(max).acquire_timeout(Duration::from_secs(10));
+            let pool = super::open_pool(options, &server.driver_url("mysql"), store).await?;
             Ok(Pool::My(pool))
         }
         #[cfg(feature = "sqlite")]

@@ -164,7 +164,7 @@ macro_rules! cross_process_suite {
 /// of a store; a store that lacks something leaves out whole sets, by name:
 ///
 /// - `core`: locks, read-write locks, semaphores, permit semaphores, multi-locks, errors;
-/// - `contended`: the 16 × 200 contended-grant count (slow where every grant is a raft write);
+/// - `contended`: the 16 × 64 contended-grant count (slow where every grant is a raft write);
 /// - `fair`: the fair lock, and the checks that take one beside other primitives;
 /// - `latch`: the count-down latch, and the checks that wait on one;
 /// - `vanished`: a waiter whose runtime is shut down mid-wait stands for a vanished

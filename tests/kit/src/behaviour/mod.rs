@@ -77,16 +77,19 @@ pub async fn bounded<T>(what: &str, limit: Duration, fut: impl Future<Output = T
 
 /// The longest a waiter may take to notice a release, a count-down or returned permits
 /// (release → waiter granted). The engine re-checks every waiter at least every 1 s
-/// (+ up to 50 ms jitter) even without a notification, so a bound well under that shows the
+/// (+ up to 50 ms jitter) even without a notification, so a bound under that shows the
 /// store's wake-up works (memory: in-process watch; SQLite/MySQL: in-process wake-ups and
-/// polling capped at 50 ms; PostgreSQL: NOTIFY). 500 ms leaves room for a loaded 2-core
-/// machine; a missing wake-up would take ≥ 1 s and fail.
-pub const WAKE: Duration = Duration::from_millis(500);
+/// polling capped at 50 ms; PostgreSQL: NOTIFY). 900 ms: the grant after the wake-up is
+/// itself a step (three raft writes on the etcd cluster), and with both test groups
+/// running a 2-core machine took 809 ms for it once (500 ms was the bound then).
+pub const WAKE: Duration = Duration::from_millis(900);
 
 /// What a loaded 2-core CI machine may add to a wait that ends with a lease (timers fire
-/// late, the waiter's re-check and the store's round trips queue behind other suites): a
-/// bound of `lease + SLACK` still tells a lease-length wait from the 30 s default lease.
-pub const SLACK: Duration = Duration::from_secs(3);
+/// late, the waiter's re-check and the store's round trips queue behind other suites; etcd
+/// revokes an expired lease on its own schedule): a bound of `lease + SLACK` still tells a
+/// lease-length wait from the 30 s default lease. 10 s: etcd over TLS, with both test
+/// groups running, returned a 1 s lease's permit after 8 s once (3 s was the bound then).
+pub const SLACK: Duration = Duration::from_secs(10);
 
 /// Polls `cond` every 10 ms until it holds; fails the test after `limit`. Returns how long
 /// it took.

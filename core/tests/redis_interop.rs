@@ -340,13 +340,15 @@ async fn redisson_readers_and_baton_rw_lock() {
     w.release().await.unwrap();
 }
 
-/// Permits of a baton `PermitSemaphore` are Redisson's (`?names=bare`): the count `N`,
+/// Permits of a baton `PermitSemaphore` are Redisson's (`?names=bare&free=keep`): the count `N`,
 /// the zset `{N}:timeout` of 16-byte ids; a permit taken by Redisson counts against
 /// baton's, and its release by id — `ZREM`, `INCRBY`, a message on `redisson_sc:{N}` —
 /// wakes a baton waiter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_permits_and_baton_permit_semaphore() {
-    let (c, prefix) = baton("&names=bare").await;
+    // `free=keep`: the count stays once every permit is back, as Redisson's clients expect
+    // of a semaphore they share (by default baton removes a free semaphore's keys).
+    let (c, prefix) = baton("&names=bare&free=keep").await;
     let name = "exports";
     let n = format!("{prefix}{name}");
     let (zset, channel) = (format!("{{{n}}}:timeout"), format!("redisson_sc:{{{n}}}"));
@@ -546,7 +548,9 @@ async fn client_clock_scores_as_redisson() {
 /// returned to the count afterwards (as Redisson's next acquire would).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_client_clock_entries_are_honoured() {
-    let (c, prefix) = baton("&names=bare&clock=client").await;
+    // `free=keep`: Redisson takes a permit of the semaphore baton made, after baton's
+    // permit is back (by default baton would remove the free semaphore's count).
+    let (c, prefix) = baton("&names=bare&clock=client&free=keep").await;
     let mut con = raw().await;
     let name = "fair/theirs";
     let n = format!("{prefix}{name}");

@@ -29,7 +29,8 @@ fn near_now_us(t: u64) -> bool {
 #[tokio::test]
 async fn redis_counter_lost() {
     let url = server_url("BATON_TEST_REDIS_URL");
-    for scheme in ["", "?scheme=simple"] {
+    // `free=keep`: the counter stays after the release (a free name's state goes by default).
+    for scheme in ["?free=keep", "?scheme=simple&free=keep"] {
         let c = Client::connect(&format!("{url}{scheme}")).await.unwrap();
         let name = unique("redis");
         let t1 = fresh_token(&c, &name).await;
@@ -51,7 +52,7 @@ async fn redis_counter_lost() {
     }
 }
 
-/// The SQL stores: the name's row deleted (as a free name's state may be) and the next
+/// The SQL stores: the name's row deleted (as a sweep deletes a free name's) and the next
 /// token still above the last.
 async fn sql_counter_lost(url: &str) {
     let c = Client::connect(url).await.unwrap();

@@ -4,8 +4,9 @@
 //! follow on the same code. Stores with their own atomic scripts (Redis Lua, etcd txn)
 //! implement the same decisions natively.
 //!
-//! Time is passed in (`now` in milliseconds on the store's clock), so every rule here is
-//! unit-tested without sleeping.
+//! Time is passed in (`now_us`, microseconds on the store's clock: tokens take it whole,
+//! leases and queue places count in its milliseconds), so every rule here is unit-tested
+//! without sleeping.
 
 mod ops;
 
@@ -38,12 +39,12 @@ pub(crate) fn frees(before: &KeyState, after: &KeyState) -> bool {
 
 use serde::{Deserialize, Serialize};
 
-/// The fencing token of a fresh grant after `last`, at the store's time `now_ms`: above
-/// `last`, and at least the clock in µs, so that a lost counter (a key's state removed
+/// The fencing token of a fresh grant after `last`, at the store's time `now_us` (µs):
+/// above `last`, and at least the clock, so that a lost counter (a key's state removed
 /// while it was free, a database restored from an older backup) still yields tokens above
 /// every earlier one, as long as the store's clock does not step back.
-pub(crate) fn next_token(last: u64, now_ms: u64) -> u64 {
-    last.saturating_add(1).max(now_ms.saturating_mul(1000))
+pub(crate) fn next_token(last: u64, now_us: u64) -> u64 {
+    last.saturating_add(1).max(now_us)
 }
 
 /// Everything a store keeps for one `(family, name)`. `fence` is the last token handed out.
@@ -68,6 +69,18 @@ pub(crate) struct KeyState {
 }
 
 impl KeyState {
+    /// Whether the state can be removed at the store's time `now_us` (µs) with nothing
+    /// lost: nothing held, nobody queued, no latch count, and a last token below the clock,
+    /// so that the next grant's token (at least the clock, `next_token`) is still above it.
+    /// Stores remove such a key's state, so that names used once leave nothing behind.
+    pub(crate) fn forgettable(&self, now_us: u64) -> bool {
+        let now_ms = now_us / 1000;
+        self.holds.iter().all(|h| h.expires_ms <= now_ms)
+            && self.queue.iter().all(|w| w.expires_ms <= now_ms)
+            && self.count == 0
+            && self.fence < now_us
+    }
+
     /// The recorded semaphore size while any permit is held.
     pub(crate) fn held_size(&self) -> Option<u32> {
         self.size.filter(|_| !self.holds.is_empty())

@@ -10,8 +10,9 @@ fn purge(s: &mut KeyState, now: u64) {
     s.queue.retain(|w| w.expires_ms > now);
 }
 
-/// Tries to grant `req` on the key named `name` at time `now`.
-pub(crate) fn acquire(s: &mut KeyState, name: &str, req: &Request, now: u64) -> Result<Attempt> {
+/// Tries to grant `req` on the key named `name` at the store's time `now_us` (µs).
+pub(crate) fn acquire(s: &mut KeyState, name: &str, req: &Request, now_us: u64) -> Result<Attempt> {
+    let now = now_us / 1000;
     purge(s, now);
     if let Mode::Permits { limit, .. } = req.mode {
         super::check_size(name, s.held_size(), limit)?;
@@ -51,7 +52,7 @@ pub(crate) fn acquire(s: &mut KeyState, name: &str, req: &Request, now: u64) -> 
     };
     if free {
         s.queue.retain(|w| w.holder != req.holder);
-        s.fence = super::next_token(s.fence, now);
+        s.fence = super::next_token(s.fence, now_us);
         let count = match req.mode {
             Mode::Permits { count, limit } => {
                 s.size = Some(limit);
@@ -85,7 +86,8 @@ pub(crate) fn read_holder_of(writer: &str) -> &str {
 }
 
 /// Extends `holder`'s lease to `now + lease_ms`; false when it holds nothing.
-pub(crate) fn renew(s: &mut KeyState, holder: &str, lease_ms: u64, now: u64) -> bool {
+pub(crate) fn renew(s: &mut KeyState, holder: &str, lease_ms: u64, now_us: u64) -> bool {
+    let now = now_us / 1000;
     purge(s, now);
     match s.holds.iter_mut().find(|h| h.holder == holder) {
         Some(h) => {
@@ -97,8 +99,8 @@ pub(crate) fn renew(s: &mut KeyState, holder: &str, lease_ms: u64, now: u64) -> 
 }
 
 /// Gives back `count` of `holder`'s holds (`u32::MAX`: all of them).
-pub(crate) fn release(s: &mut KeyState, holder: &str, count: u32, now: u64) -> Result<Released> {
-    purge(s, now);
+pub(crate) fn release(s: &mut KeyState, holder: &str, count: u32, now_us: u64) -> Result<Released> {
+    purge(s, now_us / 1000);
     let Some(i) = s.holds.iter().position(|h| h.holder == holder) else {
         return Ok(Released::NotHeld);
     };
@@ -122,10 +124,10 @@ pub(crate) fn leave_queue(s: &mut KeyState, holder: &str) -> bool {
     s.queue.len() != before
 }
 
-/// The live part of the state at `now` (expired entries left out, nothing written).
-pub(crate) fn inspect(s: &KeyState, now: u64) -> KeyState {
+/// The live part of the state at `now_us` (expired entries left out, nothing written).
+pub(crate) fn inspect(s: &KeyState, now_us: u64) -> KeyState {
     let mut view = s.clone();
-    purge(&mut view, now);
+    purge(&mut view, now_us / 1000);
     view
 }
 
@@ -144,6 +146,10 @@ mod tests {
             shared: false,
         }
     }
+    /// The store's clock in µs at `ms`.
+    fn at(ms: u64) -> u64 {
+        ms * 1000
+    }
     fn granted(a: Attempt) -> u64 {
         match a {
             Attempt::Granted { token, .. } => token,
@@ -154,58 +160,58 @@ mod tests {
     #[test]
     fn exclusive_reentry_and_expiry() {
         let mut s = KeyState::default();
-        let t1 = granted(acquire(&mut s, "k", &req("a", Mode::Exclusive), 0).unwrap());
+        let t1 = granted(acquire(&mut s, "k", &req("a", Mode::Exclusive), at(0)).unwrap());
         assert_eq!(
-            acquire(&mut s, "k", &req("a", Mode::Exclusive), 10).unwrap(),
+            acquire(&mut s, "k", &req("a", Mode::Exclusive), at(10)).unwrap(),
             Attempt::Granted { token: t1, count: 2, fresh: false }
         );
         assert_eq!(
-            acquire(&mut s, "k", &req("b", Mode::Exclusive), 20).unwrap(),
+            acquire(&mut s, "k", &req("b", Mode::Exclusive), at(20)).unwrap(),
             Attempt::Busy { retry_ms: Some(990) }
         );
-        assert_eq!(release(&mut s, "b", 1, 30).unwrap(), Released::NotHeld);
-        assert_eq!(release(&mut s, "a", 1, 30).unwrap(), Released::StillHeld(1));
+        assert_eq!(release(&mut s, "b", 1, at(30)).unwrap(), Released::NotHeld);
+        assert_eq!(release(&mut s, "a", 1, at(30)).unwrap(), Released::StillHeld(1));
         // a's lease ends at 1010: b gets a larger token, a's release finds nothing.
-        let t2 = granted(acquire(&mut s, "k", &req("b", Mode::Exclusive), 1010).unwrap());
+        let t2 = granted(acquire(&mut s, "k", &req("b", Mode::Exclusive), at(1010)).unwrap());
         assert!(t2 > t1);
-        assert_eq!(release(&mut s, "a", 1, 1020).unwrap(), Released::NotHeld);
-        assert!(!renew(&mut s, "a", 1000, 1020));
-        assert!(renew(&mut s, "b", 1000, 1020));
+        assert_eq!(release(&mut s, "a", 1, at(1020)).unwrap(), Released::NotHeld);
+        assert!(!renew(&mut s, "a", 1000, at(1020)));
+        assert!(renew(&mut s, "b", 1000, at(1020)));
     }
 
     #[test]
     fn fair_queue_order_and_dead_waiters() {
         let mut s = KeyState::default();
-        granted(acquire(&mut s, "k", &req("a", Mode::Fair), 0).unwrap());
+        granted(acquire(&mut s, "k", &req("a", Mode::Fair), at(0)).unwrap());
         for w in ["b", "c"] {
-            assert!(matches!(acquire(&mut s, "k", &req(w, Mode::Fair), 1).unwrap(), Attempt::Busy { .. }));
+            assert!(matches!(acquire(&mut s, "k", &req(w, Mode::Fair), at(1)).unwrap(), Attempt::Busy { .. }));
         }
-        release(&mut s, "a", 1, 2).unwrap();
+        release(&mut s, "a", 1, at(2)).unwrap();
         // c is not the head: b is.
-        assert!(matches!(acquire(&mut s, "k", &req("c", Mode::Fair), 3).unwrap(), Attempt::Busy { .. }));
+        assert!(matches!(acquire(&mut s, "k", &req("c", Mode::Fair), at(3)).unwrap(), Attempt::Busy { .. }));
         // b never comes back; its place expires (queue ttl 500) and c gets the lock.
-        assert!(matches!(acquire(&mut s, "k", &req("c", Mode::Fair), 400).unwrap(), Attempt::Busy { .. }));
-        granted(acquire(&mut s, "k", &req("c", Mode::Fair), 600).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &req("c", Mode::Fair), at(400)).unwrap(), Attempt::Busy { .. }));
+        granted(acquire(&mut s, "k", &req("c", Mode::Fair), at(600)).unwrap());
     }
 
     #[test]
     fn readers_writers() {
         let mut s = KeyState::default();
         let rd = |h: &str| req(h, Mode::Read { writer: format!("{h}:write") });
-        granted(acquire(&mut s, "k", &rd("r1"), 0).unwrap());
-        granted(acquire(&mut s, "k", &rd("r2"), 0).unwrap());
-        assert!(matches!(acquire(&mut s, "k", &req("w:write", Mode::Write), 1).unwrap(), Attempt::Busy { .. }));
+        granted(acquire(&mut s, "k", &rd("r1"), at(0)).unwrap());
+        granted(acquire(&mut s, "k", &rd("r2"), at(0)).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &req("w:write", Mode::Write), at(1)).unwrap(), Attempt::Busy { .. }));
         // A writer is waiting: new readers queue behind it.
-        assert!(matches!(acquire(&mut s, "k", &rd("r3"), 2).unwrap(), Attempt::Busy { .. }));
-        release(&mut s, "r1", 1, 3).unwrap();
-        release(&mut s, "r2", 1, 3).unwrap();
-        granted(acquire(&mut s, "k", &req("w:write", Mode::Write), 4).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &rd("r3"), at(2)).unwrap(), Attempt::Busy { .. }));
+        release(&mut s, "r1", 1, at(3)).unwrap();
+        release(&mut s, "r2", 1, at(3)).unwrap();
+        granted(acquire(&mut s, "k", &req("w:write", Mode::Write), at(4)).unwrap());
         // Downgrade: the writer's own read side may enter.
-        granted(acquire(&mut s, "k", &rd("w"), 5).unwrap());
-        assert!(matches!(acquire(&mut s, "k", &rd("r3"), 6).unwrap(), Attempt::Busy { .. }));
-        release(&mut s, "w:write", 1, 7).unwrap();
-        granted(acquire(&mut s, "k", &rd("r3"), 8).unwrap());
-        let e = acquire(&mut s, "k", &req("r3:write", Mode::Write), 9).unwrap_err();
+        granted(acquire(&mut s, "k", &rd("w"), at(5)).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &rd("r3"), at(6)).unwrap(), Attempt::Busy { .. }));
+        release(&mut s, "w:write", 1, at(7)).unwrap();
+        granted(acquire(&mut s, "k", &rd("r3"), at(8)).unwrap());
+        let e = acquire(&mut s, "k", &req("r3:write", Mode::Write), at(9)).unwrap_err();
         assert!(e.message().contains("upgrade"));
     }
 
@@ -213,32 +219,52 @@ mod tests {
     fn permits() {
         let mut s = KeyState::default();
         let p = |h: &str, count| req(h, Mode::Permits { count, limit: 3 });
-        granted(acquire(&mut s, "k", &p("a", 2), 0).unwrap());
-        assert!(matches!(acquire(&mut s, "k", &p("b", 2), 0).unwrap(), Attempt::Busy { .. }));
-        granted(acquire(&mut s, "k", &p("c", 1), 0).unwrap());
-        assert!(release(&mut s, "a", 3, 1).is_err());
-        assert_eq!(release(&mut s, "a", 1, 1).unwrap(), Released::StillHeld(1));
+        granted(acquire(&mut s, "k", &p("a", 2), at(0)).unwrap());
+        assert!(matches!(acquire(&mut s, "k", &p("b", 2), at(0)).unwrap(), Attempt::Busy { .. }));
+        granted(acquire(&mut s, "k", &p("c", 1), at(0)).unwrap());
+        assert!(release(&mut s, "a", 3, at(1)).is_err());
+        assert_eq!(release(&mut s, "a", 1, at(1)).unwrap(), Released::StillHeld(1));
         // a and c crash: their permits come back when the leases end.
-        granted(acquire(&mut s, "k", &p("b", 3), 1001).unwrap());
+        granted(acquire(&mut s, "k", &p("b", 3), at(1001)).unwrap());
+    }
+
+    #[test]
+    fn free_state_is_forgettable_once_the_clock_passed_its_token() {
+        let mut s = KeyState::default();
+        let t = granted(acquire(&mut s, "k", &req("a", Mode::Exclusive), at(5)).unwrap());
+        assert_eq!(t, at(5), "the first token is the clock in µs");
+        assert!(!s.forgettable(at(6)), "held");
+        release(&mut s, "a", 1, at(5)).unwrap();
+        // Released within the µs of its grant: the next grant could get the same token.
+        assert!(!s.forgettable(t));
+        assert!(s.forgettable(t + 1));
+        // A forgotten state starts again from the clock, above the token.
+        let mut fresh = KeyState::default();
+        assert!(granted(acquire(&mut fresh, "k", &req("b", Mode::Exclusive), t + 1).unwrap()) > t);
+        // An expired hold or queue place counts as gone; a latch count does not.
+        granted(acquire(&mut s, "k", &req("a", Mode::Exclusive), at(10)).unwrap());
+        assert!(!s.forgettable(at(1009)) && s.forgettable(at(1010)));
+        s.count = 1;
+        assert!(!s.forgettable(at(2000)));
     }
 
     #[test]
     fn size_is_state() {
         let mut s = KeyState::default();
         let p = |h: &str, limit| req(h, Mode::Permits { count: 1, limit });
-        granted(acquire(&mut s, "parking", &p("a", 3), 0).unwrap());
+        granted(acquire(&mut s, "parking", &p("a", 3), at(0)).unwrap());
         assert_eq!(s.held_size(), Some(3));
-        let e = acquire(&mut s, "parking", &p("b", 5), 0).unwrap_err();
+        let e = acquire(&mut s, "parking", &p("b", 5), at(0)).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
         assert!(e.message().contains("has 3 permits") && e.message().contains("asked for 5"), "{e}");
         // Re-entry by the holder is refused too, and a refusal changes nothing.
-        assert!(acquire(&mut s, "parking", &p("a", 5), 0).is_err());
-        assert_eq!(release(&mut s, "a", 1, 1).unwrap(), Released::Freed);
+        assert!(acquire(&mut s, "parking", &p("a", 5), at(0)).is_err());
+        assert_eq!(release(&mut s, "a", 1, at(1)).unwrap(), Released::Freed);
         assert_eq!(s.held_size(), None);
-        granted(acquire(&mut s, "parking", &p("b", 5), 2).unwrap());
+        granted(acquire(&mut s, "parking", &p("b", 5), at(2)).unwrap());
         assert_eq!(s.held_size(), Some(5));
         // A lease that ended frees the size as well.
-        granted(acquire(&mut s, "parking", &p("c", 3), 2000).unwrap());
+        granted(acquire(&mut s, "parking", &p("c", 3), at(2000)).unwrap());
         // A row written before the size was recorded reads with none.
         let old: KeyState = serde_json::from_str(r#"{"fence":1}"#).unwrap();
         assert_eq!(old.size, None);

@@ -69,8 +69,8 @@ impl Memory {
         Ok(Memory { shared, epoch: epoch() })
     }
 
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 
     fn with_entry<R>(&self, key: &Key, f: impl FnOnce(&mut Entry) -> R) -> R {
@@ -82,20 +82,25 @@ impl Memory {
 #[async_trait]
 impl StateStore for Memory {
     async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
-        let now = self.now_ms();
-        Ok(self.with_entry(key, |e| {
-            let before = e.state.clone();
-            let r = f(&mut e.state, now);
-            if crate::state::frees(&before, &e.state) {
-                e.version.send_modify(|v| *v += 1);
-            }
-            r
-        }))
+        let now = self.now_us();
+        let mut keys = self.shared.keys.locked();
+        let e = keys.entry(key.clone()).or_insert_with(Entry::new);
+        let before = e.state.clone();
+        let r = f(&mut e.state, now);
+        if crate::state::frees(&before, &e.state) {
+            e.version.send_modify(|v| *v += 1);
+        }
+        // A free key nobody watches goes, as on the SQL stores: names used once leave
+        // nothing behind. A watched one stays, or its watchers would miss later changes.
+        if e.version.receiver_count() == 0 && e.state.forgettable(now) {
+            keys.remove(key);
+        }
+        Ok(r)
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
-        let now = self.now_ms();
-        Ok(self.with_entry(key, |e| (e.state.clone(), now)))
+        let now = self.now_us();
+        Ok((self.shared.keys.locked().get(key).map(|e| e.state.clone()).unwrap_or_default(), now))
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {

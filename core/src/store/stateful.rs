@@ -12,7 +12,8 @@ use crate::inspect::Inspection;
 use crate::key::Key;
 use crate::state::{self, Attempt, KeyState, Released, Request};
 
-/// A decision run inside a store's transaction: `f(state, now_ms)`. A store that detects
+/// A decision run inside a store's transaction: `f(state, now_us)`, the store's clock in
+/// µs. A store that detects
 /// conflicts instead of locking (etcd's txn on a mod revision) runs it again on a fresh
 /// read, so it is `Fn`.
 pub(crate) type Op<R> = Box<dyn for<'a> Fn(&'a mut KeyState, u64) -> R + Send + Sync>;
@@ -20,13 +21,13 @@ pub(crate) type Op<R> = Box<dyn for<'a> Fn(&'a mut KeyState, u64) -> R + Send + 
 /// One atomic read-modify-write of a key's state, on the store's clock.
 #[async_trait]
 pub(crate) trait StateStore: Send + Sync + std::fmt::Debug + 'static {
-    /// Runs `f(state, now_ms)` atomically. The store writes the state back when it differs
+    /// Runs `f(state, now_us)` atomically. The store writes the state back when it differs
     /// from what was read, and wakes subscribers when [`state::frees`] says the change may
     /// let a waiter in (queue refreshes and renewals wake nobody, or waiters would wake
     /// each other in a loop).
     async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R>;
 
-    /// Reads the state and the store's clock, without writing.
+    /// Reads the state and the store's clock in µs, without writing.
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)>;
 
     /// Listens for changes of `key`.
@@ -76,8 +77,8 @@ impl<S: StateStore> Store for S {
     }
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
-        let (s, now) = self.read(key).await?;
-        Ok(Inspection::from_state(key, &state::inspect(&s, now), now))
+        let (s, now_us) = self.read(key).await?;
+        Ok(Inspection::from_state(key, &state::inspect(&s, now_us), now_us / 1000))
     }
 
     async fn latch_try_set(&self, key: &Key, count: u64) -> Result<bool> {

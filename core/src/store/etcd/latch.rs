@@ -34,8 +34,8 @@ fn state_key(key: &Key) -> Vec<u8> {
 
 /// The clients' wall clock in milliseconds (etcd has no clock to read; the latch has no
 /// leases, so nothing depends on it).
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 #[async_trait]
@@ -49,7 +49,7 @@ impl StateStore for Latches {
         for attempt in 0..STATE_RACES {
             let (mut s, rev) = load(&*self.t, key).await?;
             let before = s.clone();
-            let out = f(&mut s, now_ms());
+            let out = f(&mut s, now_us());
             if s == before {
                 return Ok(out);
             }
@@ -67,7 +67,7 @@ impl StateStore for Latches {
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
-        Ok((load(&*self.t, key).await?.0, now_ms()))
+        Ok((load(&*self.t, key).await?.0, now_us()))
     }
 
     /// Opened (and confirmed) before the engine's next attempt, from now: that attempt

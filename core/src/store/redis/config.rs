@@ -9,8 +9,18 @@ use crate::url::COMMON_OPTIONS;
 use crate::url::StoreUrl;
 
 /// Options of every Redis scheme besides the common ones.
-const OPTIONS: &[&str] =
-    &["timeout", "connect_timeout", "names", "scheme", "ca", "semaphore", "clock", "wait_replicas", "wait_timeout"];
+const OPTIONS: &[&str] = &[
+    "timeout",
+    "connect_timeout",
+    "names",
+    "scheme",
+    "ca",
+    "semaphore",
+    "clock",
+    "wait_replicas",
+    "wait_timeout",
+    "free",
+];
 /// Options of the sentinel schemes only.
 const SENTINEL_OPTIONS: &[&str] = &["sentinel_user", "sentinel_password"];
 /// How long one command may take before it fails with `Connection` (`?timeout=`).
@@ -86,6 +96,19 @@ impl Clock {
     }
 }
 
+/// `?free=`: what a name keeps once nothing holds it. `Drop` (the default): nothing — the
+/// release that frees it removes its fencing counter (`redisson_lock_token:{N}`) when the
+/// counter stands below the server's clock in µs (every later token is at least that
+/// clock), and a semaphore's count and side hash once every permit is back, so names used
+/// once leave no keys behind. `Keep`: they stay, for deployments that share names with
+/// Redisson's `RFencedLock` (its `INCR` would start again at 1, below baton's tokens) or
+/// with `RSemaphore`/`RPermitExpirableSemaphore` clients that expect the count to be there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Free {
+    Drop,
+    Keep,
+}
+
 /// `?wait_replicas=N&wait_timeout=D`: every grant is followed by `WAIT N D` on the
 /// connection that wrote it, so a failover to a replica cannot lose an acknowledged grant
 /// silently (Redisson's synced-replicas check); fewer than `replicas` confirming within
@@ -111,6 +134,7 @@ pub(crate) struct RedisConfig {
     pub(crate) lock: LockLayout,
     pub(crate) semaphore: SemLayout,
     pub(crate) clock: Clock,
+    pub(crate) free: Free,
     pub(crate) wait: Option<WaitReplicas>,
     pub(crate) timeout: Duration,
     pub(crate) connect_timeout: Duration,
@@ -169,6 +193,12 @@ impl RedisConfig {
             "`server` (the default: the server's TIME) or `client` (Redisson's client-clock scores)",
             &[("server", Clock::Server), ("client", Clock::Client)],
         )?;
+        let free = choice(
+            url,
+            "free",
+            "`drop` (the default: a free name's keys go) or `keep` (its fencing counter and semaphore count stay)",
+            &[("drop", Free::Drop), ("keep", Free::Keep)],
+        )?;
         let connect_timeout = url.duration_option("connect_timeout", DEFAULT_CONNECT_TIMEOUT)?;
         let wait = parse_wait(url)?;
         if let Some(w) = wait
@@ -214,6 +244,7 @@ impl RedisConfig {
             lock,
             semaphore,
             clock,
+            free,
             wait,
             timeout,
             connect_timeout,

@@ -200,14 +200,14 @@ impl Store for Redis {
     }
 
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
-        let (c, n, clock) = (&self.conn, &self.name(key), self.cfg.clock);
+        let (c, n, clock, free) = (&self.conn, &self.name(key), self.cfg.clock, self.cfg.free);
         match key.family {
-            Family::Lock if self.cfg.lock == LockLayout::Simple => simple::release(c, n, holder, count).await,
-            Family::Lock => lock::release(c, n, holder, count, clock).await,
-            Family::RwLock => rwlock::release(c, n, holder, count).await,
+            Family::Lock if self.cfg.lock == LockLayout::Simple => simple::release(c, n, holder, count, free).await,
+            Family::Lock => lock::release(c, n, holder, count, clock, free).await,
+            Family::RwLock => rwlock::release(c, n, holder, count, free).await,
             Family::Semaphore => match self.cfg.semaphore.of(holder) {
-                SemLayout::Leased => semaphore::release(c, n, holder, count, clock).await,
-                SemLayout::Bare => rsemaphore::release(c, n, holder, count).await,
+                SemLayout::Leased => semaphore::release(c, n, holder, count, clock, free).await,
+                SemLayout::Bare => rsemaphore::release(c, n, holder, count, free).await,
             },
             Family::Latch => Err(Error::unsupported("a count-down latch has no holds to release")),
         }

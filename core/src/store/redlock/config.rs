@@ -10,7 +10,7 @@ use crate::url::StoreUrl;
 /// Options of `redlock://` itself.
 const OPTIONS: &[&str] = &["retry_count", "retry_delay", "retry_jitter", "node_timeout", "drift_factor"];
 /// Options handed to every node's `redis://` store.
-const NODE_OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme"];
+const NODE_OPTIONS: &[&str] = &["timeout", "connect_timeout", "names", "scheme", "free"];
 const DEFAULT_RETRY_COUNT: u32 = 3;
 const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(50);
 const DEFAULT_RETRY_JITTER: Duration = Duration::from_millis(50);

@@ -38,6 +38,11 @@ pub(crate) fn now_ms(base: u64) -> u64 {
     base.saturating_add(u64::try_from(boottime().as_millis()).unwrap_or(u64::MAX))
 }
 
+/// Microseconds on this file's lease clock (its tokens count in these).
+pub(crate) fn now_us(base: u64) -> u64 {
+    base.saturating_mul(1000).saturating_add(u64::try_from(boottime().as_micros()).unwrap_or(u64::MAX))
+}
+
 /// This file's base for this boot, recorded on first use (in one write transaction, so
 /// processes opening the file together agree).
 pub(crate) async fn base(pool: &SqlitePool) -> Result<u64, sqlx::Error> {

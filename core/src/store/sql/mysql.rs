@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sqlx::mysql::{MySqlConnection, MySqlPool, MySqlPoolOptions};
 
 use super::config::{ServerConfig, SqlConfig};
-use super::{decode, driver_error, open_pool, step, within_step_bound};
+use super::{Sweeps, decode, driver_error, grace_us, open_pool, step, within_step_bound};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
@@ -26,12 +26,17 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
     name    VARBINARY(510) NOT NULL,   -- a name (≤ 255 bytes) after a prefix (≤ 255)
     state   LONGTEXT       NOT NULL,
     version BIGINT         NOT NULL DEFAULT 0,
-    PRIMARY KEY (family, name)
+    free_us BIGINT         NULL,
+    PRIMARY KEY (family, name),
+    KEY baton_state_free (free_us)
 ) ENGINE = InnoDB";
-/// The server's clock in milliseconds since the Unix epoch.
-const NOW_MS: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
-/// Deadlocks (1213) and lock wait timeouts (1205) met before a step's decision ran are
-/// retried this many times (first inserts of a key no longer deadlock: see `try_update`).
+/// The server's clock in microseconds since the Unix epoch.
+const NOW_US: &str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
+/// How many times a step makes its key's row again when a sweep removed it between the
+/// make and the lock (it was free for `sql::FREE_GRACE`): rare, so a few suffice.
+const ROW_TRIES: usize = 8;
+/// Deadlocks (1213) and lock wait timeouts (1205) met before a step's commit are retried
+/// this many times (first inserts of a key no longer deadlock: see `try_update`).
 const RETRIES: usize = 10;
 
 /// The MySQL store.
@@ -45,6 +50,7 @@ pub(crate) struct Mysql {
 struct Db {
     pool: MySqlPool,
     store: String,
+    sweeps: Sweeps,
 }
 
 /// Set on every connection: a step's transaction whose client went silent mid-way (a cut
@@ -77,7 +83,11 @@ impl Mysql {
         let pool = open_pool(options, &config.driver_url("mysql"), &store).await?;
         sqlx::query(SCHEMA).execute(&pool).await.map_err(|e| driver_error(&store, e))?;
         widen_names(&pool).await.map_err(|e| driver_error(&store, e))?;
-        Ok(Mysql { db: Arc::new(Db { pool, store }), wakes: Wakes::for_store(&format!("mysql:{}", config.shown)) })
+        add_free_column(&pool).await.map_err(|e| driver_error(&store, e))?;
+        Ok(Mysql {
+            db: Arc::new(Db { pool, store, sweeps: Sweeps::default() }),
+            wakes: Wakes::for_store(&format!("mysql:{}", config.shown)),
+        })
     }
 }
 
@@ -97,29 +107,54 @@ async fn widen_names(pool: &MySqlPool) -> std::result::Result<(), sqlx::Error> {
     Ok(())
 }
 
+/// Tables made before the sweep (`sql::FREE_GRACE`) get its column and index once.
+async fn add_free_column(pool: &MySqlPool) -> std::result::Result<(), sqlx::Error> {
+    let has: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'baton_state' AND COLUMN_NAME = 'free_us'",
+    )
+    .fetch_one(pool)
+    .await?;
+    if has == 0 {
+        let add = "ALTER TABLE baton_state ADD COLUMN free_us BIGINT NULL, ADD KEY baton_state_free (free_us)";
+        match sqlx::query(add).execute(pool).await {
+            // Another client added it first (duplicate column 1060, duplicate key 1061).
+            Err(sqlx::Error::Database(d)) if matches!(d.code().as_deref(), Some("42S21") | Some("42000")) => {}
+            r => r.map(drop)?,
+        }
+    }
+    Ok(())
+}
+
 impl Db {
     fn err(&self, e: sqlx::Error) -> Error {
         driver_error(&self.store, e)
     }
 
-    /// One attempt at a step; `Err(Ok(e))` is worth retrying (deadlock, lock timeout).
+    /// One attempt at a step; `Err(Ok(e))` is worth retrying (deadlock, lock timeout):
+    /// nothing of it was committed, and the decision `f` runs again on a fresh read.
     async fn try_update<R>(
         &self,
         conn: &mut MySqlConnection,
         key: &Key,
-        f: &mut Option<Op<R>>,
+        f: &Op<R>,
     ) -> std::result::Result<super::Step<R>, std::result::Result<sqlx::Error, Error>> {
         let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(Ok)?;
-        let select =
-            format!("SELECT state, version, {NOW_MS} FROM baton_state WHERE family = ? AND name = ? FOR UPDATE");
+        let select = format!(
+            "SELECT state, version, free_us, {NOW_US} FROM baton_state WHERE family = ? AND name = ? FOR UPDATE"
+        );
         let name = key.name.as_bytes();
-        let mut row: Option<(String, i64, i64)> =
+        let mut row: Option<(String, i64, Option<i64>, i64)> =
             sqlx::query_as(&select).bind(key.family.as_str()).bind(name).fetch_optional(&mut *tx).await.map_err(Ok)?;
-        if row.is_none() {
+        for _ in 0..ROW_TRIES {
+            if row.is_some() {
+                break;
+            }
             // The row is made outside this transaction, which ends first: inserting under
             // the gap lock its read took deadlocks with every other first step on the
             // key doing the same (each waits for another's gap lock), and with many of
-            // them InnoDB's victims could run out of retries.
+            // them InnoDB's victims could run out of retries. A sweep may remove it again
+            // before this one locks it (it was free): make it again.
             tx.rollback().await.map_err(Ok)?;
             sqlx::query("INSERT IGNORE INTO baton_state (family, name, state) VALUES (?, ?, '{}')")
                 .bind(key.family.as_str())
@@ -135,20 +170,25 @@ impl Db {
                 .await
                 .map_err(Ok)?;
         }
-        let (json, version, now) = row.ok_or_else(|| Err(Error::backend("baton_state row vanished")))?;
-        // The decision runs once, on the first attempt that got this far.
-        let op = f.take().ok_or_else(|| Err(Error::backend("internal error: step ran twice")))?;
-        let step = step(Some(&json), version, u64::try_from(now).unwrap_or(0), op).map_err(Err)?;
+        let (json, version, free, now) = row.ok_or_else(|| {
+            Err(Error::backend(format!("baton_state: the row of {key} went {ROW_TRIES} times while this step made it")))
+        })?;
+        let step =
+            step(Some((json, version, free)), u64::try_from(now).unwrap_or(0), |s, now| f(s, now)).map_err(Err)?;
         if let Some(json) = &step.write {
-            sqlx::query("UPDATE baton_state SET state = ?, version = ? WHERE family = ? AND name = ?")
+            // A deadlock here rolls the whole transaction back: it is retried like one
+            // before the decision.
+            sqlx::query("UPDATE baton_state SET state = ?, version = ?, free_us = ? WHERE family = ? AND name = ?")
                 .bind(json)
                 .bind(step.version)
+                .bind(step.free)
                 .bind(key.family.as_str())
                 .bind(name)
                 .execute(&mut *tx)
                 .await
-                .map_err(|e| Err(self.err(e)))?;
+                .map_err(|e| if retryable(&e) { Ok(e) } else { Err(self.err(e)) })?;
         }
+        // A failed commit may still have committed: never run again.
         tx.commit().await.map_err(|e| Err(self.err(e)))?;
         Ok(step)
     }
@@ -171,24 +211,22 @@ impl VersionSource for Db {
                 .await
                 .map_err(|e| self.err(e))
         })?;
-        Ok(v.unwrap_or(0))
+        Ok(super::polled_version(v))
     }
 }
 
 #[async_trait]
 impl StateStore for Mysql {
     async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
-        let mut f = Some(f);
         let mut tries = 0;
         let step = loop {
             // Each try within the step bound, on a connection of its own (a deadlock
             // victim's is fine to reuse, but a stalled one is abandoned).
             let db = &self.db;
-            let tried = within_step_bound!(db.pool, Ok, |c| db.try_update(&mut c, key, &mut f));
+            let tried = within_step_bound!(db.pool, Ok, |c| db.try_update(&mut c, key, &f));
             match tried {
                 Ok(step) => break step,
-                // Only failures before the decision ran (`f` still there) may be retried.
-                Err(Ok(e)) if f.is_some() && retryable(&e) && tries + 1 < RETRIES => {
+                Err(Ok(e)) if retryable(&e) && tries + 1 < RETRIES => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(5 * tries as u64)).await;
                 }
@@ -196,12 +234,22 @@ impl StateStore for Mysql {
                 Err(Err(e)) => return Err(e),
             }
         };
+        if self.db.sweeps.due(&step) {
+            // Best effort: a sweep that fails leaves rows for the next one. READ COMMITTED
+            // spares it gap locks: steps on other keys go on meanwhile.
+            let db = &self.db;
+            let sweep = format!("DELETE FROM baton_state WHERE free_us < {NOW_US} - ?");
+            let _ = within_step_bound!(db.pool, |e| e, |c| async {
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED").execute(&mut *c).await?;
+                sqlx::query(&sweep).bind(grace_us()).execute(&mut *c).await
+            });
+        }
         Ok(step.committed(&self.wakes, key))
     }
 
     async fn read(&self, key: &Key) -> Result<(KeyState, u64)> {
         let db = &self.db;
-        let sql = format!("SELECT (SELECT state FROM baton_state WHERE family = ? AND name = ?), {NOW_MS}");
+        let sql = format!("SELECT (SELECT state FROM baton_state WHERE family = ? AND name = ?), {NOW_US}");
         let (json, now): (Option<String>, i64) = within_step_bound!(db.pool, |e| db.err(e), |c| async {
             let q = sqlx::query_as(&sql).bind(key.family.as_str()).bind(key.name.as_bytes());
             q.fetch_one(&mut *c).await.map_err(|e| db.err(e))

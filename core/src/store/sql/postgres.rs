@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 
 use super::config::{ServerConfig, SqlConfig};
-use super::{decode, driver_error, open_pool, step, within_step_bound, write_state};
+use super::{Sweeps, decode, driver_error, grace_us, open_pool, step, within_step_bound, write_state};
 use crate::error::{Error, Result};
 use crate::key::{Family, Key};
 use crate::rt::{AbortOnDrop, Rt};
@@ -34,10 +34,18 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
     name    TEXT   NOT NULL,
     state   TEXT   NOT NULL,
     version BIGINT NOT NULL DEFAULT 0,
+    free_us BIGINT,
     PRIMARY KEY (family, name)
 )";
-/// The server's clock in milliseconds since the Unix epoch.
-const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+/// The column of the sweep (`sql::FREE_GRACE`) for tables made before it, and its index.
+const FREE_COLUMN: &str = "ALTER TABLE baton_state ADD COLUMN IF NOT EXISTS free_us BIGINT";
+const FREE_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS baton_state_free ON baton_state (free_us) WHERE free_us IS NOT NULL";
+/// The server's clock in microseconds since the Unix epoch.
+const NOW_US: &str = "(extract(epoch from clock_timestamp()) * 1000000)::bigint";
+/// How many times a step makes its key's row again when a sweep removed it between the
+/// make and the lock (it was free for `sql::FREE_GRACE`): rare, so a few suffice.
+const ROW_TRIES: usize = 8;
 
 /// The PostgreSQL store.
 #[derive(Debug)]
@@ -48,6 +56,7 @@ pub(crate) struct Postgres {
     /// The LISTEN task; it holds one of the pool's connections, so `close` stops it
     /// first (the pool's close waits for every connection to come back).
     listener: std::sync::Mutex<Option<AbortOnDrop<()>>>,
+    sweeps: Sweeps,
 }
 
 impl Postgres {
@@ -71,7 +80,13 @@ impl Postgres {
         listener.listen(CHANNEL).await.map_err(|e| driver_error(&store, e))?;
         let wakes = Wakes::for_store(&format!("postgres:{}", config.shown));
         let task = Rt::current().spawn(listen(listener, Arc::downgrade(&wakes)));
-        Ok(Postgres { pool, store, wakes, listener: std::sync::Mutex::new(Some(AbortOnDrop(task))) })
+        Ok(Postgres {
+            pool,
+            store,
+            wakes,
+            listener: std::sync::Mutex::new(Some(AbortOnDrop(task))),
+            sweeps: Sweeps::default(),
+        })
     }
 
     fn err(&self, e: sqlx::Error) -> Error {
@@ -85,6 +100,8 @@ async fn create_schema(pool: &PgPool) -> std::result::Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtext('baton_state'))").execute(&mut *tx).await?;
     sqlx::query(SCHEMA).execute(&mut *tx).await?;
+    sqlx::query(FREE_COLUMN).execute(&mut *tx).await?;
+    sqlx::query(FREE_INDEX).execute(&mut *tx).await?;
     tx.commit().await
 }
 
@@ -140,36 +157,36 @@ impl StateStore for Postgres {
 impl Postgres {
     /// One step, on `conn`: one transaction that locks the key's row.
     async fn step_on<R: Send + 'static>(&self, conn: &mut PgConnection, key: &Key, f: Op<R>) -> Result<R> {
-        let mut tx = sqlx::Connection::begin(conn).await.map_err(|e| self.err(e))?;
-        let select =
-            format!("SELECT state, version, {NOW_MS} FROM baton_state WHERE family = $1 AND name = $2 FOR UPDATE");
-        let mut row: Option<(String, i64, i64)> = sqlx::query_as(&select)
-            .bind(key.family.as_str())
-            .bind(&key.name)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        if row.is_none() {
-            // First use of the key: create its row, then lock it like any other.
-            sqlx::query("INSERT INTO baton_state (family, name, state) VALUES ($1, $2, '{}') ON CONFLICT DO NOTHING")
-                .bind(key.family.as_str())
-                .bind(&key.name)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(|e| self.err(e))?;
+        let select = format!(
+            "SELECT state, version, free_us, {NOW_US} FROM baton_state WHERE family = $1 AND name = $2 FOR UPDATE"
+        );
+        let mut row: Option<(String, i64, Option<i64>, i64)> = None;
+        for _ in 0..ROW_TRIES {
             row = sqlx::query_as(&select)
                 .bind(key.family.as_str())
                 .bind(&key.name)
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(|e| self.err(e))?;
+            if row.is_some() {
+                break;
+            }
+            // First use of the key (or its row was swept): make the row, then lock it like
+            // any other.
+            sqlx::query("INSERT INTO baton_state (family, name, state) VALUES ($1, $2, '{}') ON CONFLICT DO NOTHING")
+                .bind(key.family.as_str())
+                .bind(&key.name)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
         }
-        let (json, version, now) = row.ok_or_else(|| Error::backend("baton_state row vanished"))?;
-        let step = step(Some(&json), version, u64::try_from(now).unwrap_or(0), f)?;
-        let update = "UPDATE baton_state SET state = $3, version = $4 WHERE family = $1 AND name = $2";
-        write_state::<sqlx::Postgres>(&mut tx, update, key, step.write.as_deref(), step.version)
-            .await
-            .map_err(|e| self.err(e))?;
+        let (json, version, free, now) = row.ok_or_else(|| {
+            Error::backend(format!("baton_state: the row of {key} went {ROW_TRIES} times while this step made it"))
+        })?;
+        let step = step(Some((json, version, free)), u64::try_from(now).unwrap_or(0), f)?;
+        let update = "UPDATE baton_state SET state = $3, version = $4, free_us = $5 WHERE family = $1 AND name = $2";
+        write_state::<sqlx::Postgres>(&mut tx, update, key, step.outcome()).await.map_err(|e| self.err(e))?;
         if step.wakes {
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(CHANNEL)
@@ -179,12 +196,17 @@ impl Postgres {
                 .map_err(|e| self.err(e))?;
         }
         tx.commit().await.map_err(|e| self.err(e))?;
+        if self.sweeps.due(&step) {
+            // Best effort: a sweep that fails leaves rows for the next one.
+            let sweep = format!("DELETE FROM baton_state WHERE free_us < {NOW_US} - $1");
+            let _ = sqlx::query(&sweep).bind(grace_us()).execute(&mut *conn).await;
+        }
         // This process's waiters need not wait for the notification's round trip.
         Ok(step.committed(&self.wakes, key))
     }
 
     async fn read_on(&self, conn: &mut PgConnection, key: &Key) -> Result<(KeyState, u64)> {
-        let sql = format!("SELECT (SELECT state FROM baton_state WHERE family = $1 AND name = $2), {NOW_MS}");
+        let sql = format!("SELECT (SELECT state FROM baton_state WHERE family = $1 AND name = $2), {NOW_US}");
         let (json, now): (Option<String>, i64) = sqlx::query_as(&sql)
             .bind(key.family.as_str())
             .bind(&key.name)

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use super::config::{FileConfig, SqlConfig};
-use super::{decode, driver_error, on_pooled, step, write_state};
+use super::{Row, Sweeps, decode, driver_error, grace_us, on_pooled, step, write_state};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::KeyState;
@@ -30,11 +30,17 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
     name    TEXT    NOT NULL,
     state   TEXT    NOT NULL,
     version INTEGER NOT NULL DEFAULT 0,
+    free_us INTEGER,
     PRIMARY KEY (family, name)
 ) WITHOUT ROWID";
+/// The sweep's index (`sql::FREE_GRACE`), and the column for tables made before it.
+const FREE_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS baton_state_free ON baton_state (free_us) WHERE free_us IS NOT NULL";
+const FREE_COLUMN: &str = "ALTER TABLE baton_state ADD COLUMN free_us INTEGER";
 /// A step's write: the key's row, made or replaced.
-const UPSERT: &str = "INSERT INTO baton_state (family, name, state, version) VALUES (?, ?, ?, ?)
-    ON CONFLICT (family, name) DO UPDATE SET state = excluded.state, version = excluded.version";
+const UPSERT: &str = "INSERT INTO baton_state (family, name, state, version, free_us) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (family, name) DO UPDATE SET state = excluded.state, version = excluded.version,
+    free_us = excluded.free_us";
 
 /// The SQLite store.
 #[derive(Debug)]
@@ -50,11 +56,12 @@ struct Db {
     path: String,
     /// The file's lease-clock base for this boot (`boot_clock`).
     clock: u64,
+    sweeps: Sweeps,
 }
 
 impl Db {
-    fn now_ms(&self) -> u64 {
-        super::boot_clock::now_ms(self.clock)
+    fn now_us(&self) -> u64 {
+        super::boot_clock::now_us(self.clock)
     }
 }
 
@@ -87,7 +94,7 @@ impl Sqlite {
         };
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(&path));
         let wakes = Wakes::for_store(&format!("sqlite:{}", canonical.display()));
-        Ok(Sqlite { db: Arc::new(Db { pool, path, clock }), wakes })
+        Ok(Sqlite { db: Arc::new(Db { pool, path, clock, sweeps: Sweeps::default() }), wakes })
     }
 }
 
@@ -105,6 +112,19 @@ async fn open_pool(opts: SqliteConnectOptions, busy: Duration) -> std::result::R
         .connect_with(opts)
         .await?;
     sqlx::query(SCHEMA).execute(&pool).await?;
+    let has_free: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM pragma_table_info('baton_state') WHERE name = 'free_us'")
+            .fetch_one(&pool)
+            .await?;
+    if has_free == 0 {
+        // Another process may add it first: then this one's "duplicate column" is fine.
+        if let Err(e) = sqlx::query(FREE_COLUMN).execute(&pool).await
+            && !e.to_string().contains("duplicate column")
+        {
+            return Err(e);
+        }
+    }
+    sqlx::query(FREE_INDEX).execute(&pool).await?;
     let clock = super::boot_clock::base(&pool).await?;
     Ok((pool, clock))
 }
@@ -128,7 +148,7 @@ impl VersionSource for Db {
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| self.err(e))?;
-        Ok(v.unwrap_or(0))
+        Ok(super::polled_version(v))
     }
 }
 
@@ -140,19 +160,21 @@ impl StateStore for Sqlite {
         // IMMEDIATE takes the write lock up front: two deferred readers upgrading to
         // writers would otherwise fail with SQLITE_BUSY instead of waiting.
         let mut tx = db.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| db.err(e))?;
-        let row: Option<(String, i64)> =
-            sqlx::query_as("SELECT state, version FROM baton_state WHERE family = ? AND name = ?")
-                .bind(key.family.as_str())
-                .bind(&key.name)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(|e| db.err(e))?;
-        let (json, version) = row.map_or((None, 0), |(s, v)| (Some(s), v));
-        let step = step(json.as_deref(), version, db.now_ms(), f)?;
-        write_state::<sqlx::Sqlite>(&mut tx, UPSERT, key, step.write.as_deref(), step.version)
+        let row: Row = sqlx::query_as("SELECT state, version, free_us FROM baton_state WHERE family = ? AND name = ?")
+            .bind(key.family.as_str())
+            .bind(&key.name)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(|e| db.err(e))?;
+        let now = db.now_us();
+        let step = step(row, now, f)?;
+        write_state::<sqlx::Sqlite>(&mut tx, UPSERT, key, step.outcome()).await.map_err(|e| db.err(e))?;
         tx.commit().await.map_err(|e| db.err(e))?;
+        if db.sweeps.due(&step) {
+            // Best effort: a sweep that fails leaves rows for the next one.
+            let before = i64::try_from(now).unwrap_or(i64::MAX).saturating_sub(grace_us());
+            let _ = sqlx::query("DELETE FROM baton_state WHERE free_us < ?").bind(before).execute(&db.pool).await;
+        }
         Ok(step.committed(&self.wakes, key))
     }
 
@@ -164,7 +186,7 @@ impl StateStore for Sqlite {
             .fetch_optional(&db.pool)
             .await
             .map_err(|e| db.err(e))?;
-        Ok((decode(json.as_deref())?, db.now_ms()))
+        Ok((decode(json.as_deref())?, db.now_us()))
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {

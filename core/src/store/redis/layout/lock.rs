@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use redis::{Cmd, Value};
 
+use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{meta, prefix_name, token_counter};
 use super::super::reply::{self, bytes_u64, expiry, int, items, pairs, released, uint};
-use super::{Lua, count_arg, ms};
+use super::{Lua, count_arg, ms, release_keys};
 use crate::error::{Error, Result};
 use crate::state::{Hold, HoldMode, KeyState, Mode, Released, Request};
 use crate::store::redis::config::Clock;
@@ -28,9 +29,10 @@ use crate::store::redis::config::Clock;
 /// ARGV: holder, lease ms, `<fair 0/1><enqueue 0/1>:<queue ttl ms>:<clock>:<channel>`.
 pub(super) static ACQUIRE: Lua = lua!("token", "lock_acquire_fast", "prelude", "lock_acquire");
 
-/// KEYS: hash, queue, timeouts, meta. ARGV: holder, count (0: all), channel, clock.
+/// KEYS: hash, queue, timeouts, meta, and the counter unless `?free=keep`. ARGV: holder,
+/// count (0: all), channel, clock.
 /// The common release (no queue, no record) returns before the prelude is defined.
-pub(super) static RELEASE: Lua = lua!("lock_release_fast", "prelude", "lock_release");
+pub(super) static RELEASE: Lua = lua!("forget", "lock_release_fast", "prelude", "lock_release");
 
 /// KEYS: hash, meta. ARGV: holder, lease ms.
 pub(super) static RENEW: Lua = lua!("prelude", "lock_renew");
@@ -84,12 +86,12 @@ pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request, clock: Clock) -> R
     .await
 }
 
-pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32, clock: Clock) -> Result<Released> {
+pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32, clock: Clock, free: Free) -> Result<Released> {
     let k = LockKeys::new(n);
     let v = c
         .eval(
             &RELEASE,
-            &[k.hash.as_bytes(), k.queue.as_bytes(), k.timeouts.as_bytes(), k.meta.as_bytes()],
+            &release_keys(&[&k.hash, &k.queue, &k.timeouts, &k.meta], &k.counter, free),
             &[holder.as_bytes(), count_arg(count).as_bytes(), k.channel.as_bytes(), clock.arg().as_bytes()],
         )
         .await?;

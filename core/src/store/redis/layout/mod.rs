@@ -24,7 +24,7 @@ pub(super) mod simple;
 
 use std::time::Duration;
 
-use super::config::SemLayout;
+use super::config::{Free, SemLayout};
 use super::keys;
 pub(crate) use super::script::Lua;
 
@@ -66,6 +66,16 @@ impl SemLayout {
     }
 }
 
+/// A release script's keys: `keys`, then the name's token counter unless `?free=keep` (the
+/// script forgets a free name's state only when it is given the counter).
+fn release_keys<'a>(keys: &[&'a str], counter: &'a str, free: Free) -> Vec<&'a [u8]> {
+    let mut all: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+    if free == Free::Drop {
+        all.push(counter.as_bytes());
+    }
+    all
+}
+
 /// A lease or ttl argument in ms.
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -87,27 +97,27 @@ mod tests {
             shas,
             [
                 "f506ac9454e9b296c34ed26d8fc8e855be6fa47e",
-                "b30e0eaff6f58644244b7067b5a31cda786ebce8",
+                "7ccf25aa24287f3852780fe90c9ac21db34bff52",
                 "d52415c1dcd502b6d6c676b5d77670e7b45c4022",
                 "f18642070a96f559fb56de82446324803e1b256a",
                 "1cd49826cb29a475e6d224a8a96dd44c3725d322",
                 "db4f85b90d2874a3c073e6b1a6839870ca723b6f",
-                "ffad01d4e4835a512fd652eaf45f4f85251920fa",
+                "4407711d34e0b29c6874886dd71226b1ae163d2c",
                 "042a7c8897993d01d29a79c2bc5eec96f0733bf2",
                 "7ec6f1ef9137e6a922406d9dde086703142a5121",
                 "b392e1e709adbd69b4b4ce0cba50ae427236b1cf",
                 "b87aaf2f1aa7a57726f5617aeb20ab1b9b848bb1",
-                "d07ed672c792a45737cba20922f355be63890b3f",
+                "c958de8a35ba18d58517afd51889217107be0663",
                 "762c7b116562d27f532fda8693bc025b31e51682",
                 "43b14ccc6334cd2040f5dcc6c8cff8155d5a623c",
                 "fbf96d9fb86ebd70414e99c745ac7ba82e57cfd2",
                 "dc173faa40d3be32d9a594893cc549dd2773045e",
                 "e9414df335746620454a4a7f9ca7f32a1e099d54",
-                "4cab468e8829a886f572b608e591fefcb672fa82",
+                "f78cccc253c5f8ff03eb8a7251c4558cff1e0012",
                 "afd42ba149ae6d874ddf984099a9fdc0e653e737",
                 "a3844628f6ad395fc6fe2cfe1f0f83e1ab5f6526",
                 "77c93ecc80e0a9e4c8d20baf6e0d67d82d6db9e2",
-                "a8b4fba6b80caa36b8863175ee6c84ca5e4f6b87",
+                "148fe65eb919c03cc5ba8faa137c6e8b6bb7b96c",
                 "7cfdd85da540165a6886aba61f5671a3e45bb527",
                 "88f9acb206dbb3d2017e3bb069afbc0e30ecae37",
                 "3179b6c48bcc56d9deb475aae7ff43b533a7c85d",

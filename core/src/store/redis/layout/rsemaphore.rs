@@ -8,10 +8,11 @@
 
 use redis::Cmd;
 
+use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::reply::{attempt, field_u64, items, pairs, released, size_refused};
 use super::semaphore::{self, SemKeys};
-use super::{Lua, count_arg};
+use super::{Lua, count_arg, release_keys};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Hold, HoldMode, KeyState, Mode, Released, Request};
 use crate::store::redis::config::Clock;
@@ -20,9 +21,9 @@ use crate::store::redis::config::Clock;
 /// layout's (`sem_size`, the same record in the same side hash).
 pub(super) static ACQUIRE: Lua = lua!("token", "sem_prelude", "rsem_acquire");
 
-/// KEYS: count, meta. ARGV: holder, count (0: all), channel. `RSemaphore.release`: INCRBY
+/// KEYS: count, meta, and the counter unless `?free=keep`. ARGV: holder, count (0: all), channel. `RSemaphore.release`: INCRBY
 /// and the new count published on `redisson_sc:{N}`.
-pub(super) static RELEASE: Lua = lua!("rsem_release");
+pub(super) static RELEASE: Lua = lua!("forget", "rsem_release");
 
 /// KEYS: meta. ARGV: holder. Nothing to extend: held while recorded.
 pub(super) static RENEW: Lua = lua!("rsem_renew");
@@ -48,12 +49,12 @@ pub(crate) async fn acquire(c: &Conn, name: &str, n: &str, req: &Request) -> Res
     attempt(c.store(), "acquire", &v)
 }
 
-pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32) -> Result<Released> {
+pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32, free: Free) -> Result<Released> {
     let k = SemKeys::new(n);
     let v = c
         .eval(
             &RELEASE,
-            &[k.count.as_bytes(), k.meta.as_bytes()],
+            &release_keys(&[&k.count, &k.meta], &k.counter, free),
             &[holder.as_bytes(), count_arg(count).as_bytes(), k.channel.as_bytes()],
         )
         .await?;

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use redis::{Cmd, Value};
 
+use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{meta, prefix_name, suffix_base, token_counter};
 use super::super::reply::{self, bytes, int, items, released, uint};
-use super::{Lua, count_arg, ms};
+use super::{Lua, count_arg, ms, release_keys};
 use crate::error::Result;
 use crate::state::{self, Hold, HoldMode, KeyState, Mode, Released, Request, Waiter};
 
@@ -19,8 +20,9 @@ use crate::state::{self, Hold, HoldMode, KeyState, Mode, Released, Request, Wait
 /// writer: its reader), enqueue, queue ttl ms, timeout key base, channel.
 pub(super) static ACQUIRE: Lua = lua!("token", "prelude", "rw_prelude", "rw_acquire");
 
-/// KEYS: hash, meta. ARGV: holder, count (0: all), timeout key base, channel.
-pub(super) static RELEASE: Lua = lua!("rw_prelude", "rw_release");
+/// KEYS: hash, meta, and the counter unless `?free=keep`. ARGV: holder, count (0: all),
+/// timeout key base, channel.
+pub(super) static RELEASE: Lua = lua!("forget", "rw_prelude", "rw_release");
 
 /// KEYS: hash, meta. ARGV: holder, lease ms, timeout key base.
 pub(super) static RENEW: Lua = lua!("prelude", "rw_prelude", "rw_renew");
@@ -94,12 +96,12 @@ pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request) -> Result<Value> {
     .await
 }
 
-pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32) -> Result<Released> {
+pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32, free: Free) -> Result<Released> {
     let k = RwKeys::new(n);
     let v = c
         .eval(
             &RELEASE,
-            &[k.hash.as_bytes(), k.meta.as_bytes()],
+            &release_keys(&[&k.hash, &k.meta], &k.counter, free),
             &[holder.as_bytes(), count_arg(count).as_bytes(), k.base.as_bytes(), k.channel.as_bytes()],
         )
         .await?;

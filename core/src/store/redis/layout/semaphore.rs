@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use redis::{Cmd, Value};
 
+use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{self, meta, prefix_name, suffix_name, token_counter};
 use super::super::reply::{bytes_f64, field_u64, items, pairs, released, uint};
-use super::{Lua, count_arg, ms};
+use super::{Lua, count_arg, ms, release_keys};
 use crate::error::Result;
 use crate::state::{Hold, HoldMode, KeyState, Released, Request};
 use crate::store::redis::config::Clock;
@@ -19,8 +20,9 @@ use crate::store::redis::config::Clock;
 /// ARGV: holder, first member, count, limit, lease ms, channel, clock.
 pub(super) static ACQUIRE: Lua = lua!("token", "prelude", "sem_prelude", "sem_acquire");
 
-/// KEYS: count, permits, meta. ARGV: holder, first member, count (0: all), channel, clock.
-pub(super) static RELEASE: Lua = lua!("prelude", "sem_prelude", "sem_release");
+/// KEYS: count, permits, meta, and the counter unless `?free=keep`. ARGV: holder, first
+/// member, count (0: all), channel, clock.
+pub(super) static RELEASE: Lua = lua!("forget", "prelude", "sem_prelude", "sem_release");
 
 /// KEYS: count, permits, meta. ARGV: holder, first member, lease ms, channel, clock.
 pub(super) static RENEW: Lua = lua!("prelude", "sem_prelude", "sem_renew");
@@ -69,13 +71,13 @@ pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request, count: u32, limit:
     .await
 }
 
-pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32, clock: Clock) -> Result<Released> {
+pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32, clock: Clock, free: Free) -> Result<Released> {
     let k = SemKeys::new(n);
     let holder = keys::canonical_holder(holder);
     let v = c
         .eval(
             &RELEASE,
-            &[k.count.as_bytes(), k.permits.as_bytes(), k.meta.as_bytes()],
+            &release_keys(&[&k.count, &k.permits, &k.meta], &k.counter, free),
             &[
                 holder.as_bytes(),
                 &keys::first_member(&holder),

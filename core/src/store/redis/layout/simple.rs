@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use redis::{Cmd, Value};
 
+use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{meta, prefix_name, token_counter};
 use super::super::reply::{bytes, expiry, field_u64, int, items, pairs, released, uint};
-use super::{Lua, count_arg, ms};
+use super::{Lua, count_arg, ms, release_keys};
 use crate::error::{Error, Result};
 use crate::state::{Hold, HoldMode, KeyState, Mode, Released, Request};
 use crate::store::AnyOf;
@@ -23,9 +24,9 @@ use crate::store::Subscription;
 /// KEYS: key, counter, meta. ARGV: holder, lease ms.
 pub(super) static ACQUIRE: Lua = lua!("token", "simple_acquire");
 
-/// KEYS: key, meta. ARGV: holder, count (0: all), channel. redis-py's compare-and-delete,
+/// KEYS: key, meta, and the counter unless `?free=keep`. ARGV: holder, count (0: all), channel. redis-py's compare-and-delete,
 /// counting re-entries down first.
-pub(super) static RELEASE: Lua = lua!("simple_release");
+pub(super) static RELEASE: Lua = lua!("forget", "simple_release");
 
 /// KEYS: key, meta. ARGV: holder, lease ms. Compare-and-extend (redis-py's `reacquire`).
 pub(super) static RENEW: Lua = lua!("simple_renew");
@@ -79,12 +80,12 @@ pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request) -> Result<Value> {
     .await
 }
 
-pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32) -> Result<Released> {
+pub(crate) async fn release(c: &Conn, n: &str, holder: &str, count: u32, free: Free) -> Result<Released> {
     let k = SimpleKeys::new(n);
     let v = c
         .eval(
             &RELEASE,
-            &[k.key.as_bytes(), k.meta.as_bytes()],
+            &release_keys(&[&k.key, &k.meta], &k.counter, free),
             &[holder.as_bytes(), count_arg(count).as_bytes(), k.channel.as_bytes()],
         )
         .await?;

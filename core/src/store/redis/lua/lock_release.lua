@@ -5,4 +5,5 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   if h then redis.call('PUBLISH', ARGV[3] .. ':' .. h, 0) end
 end
 redis.call('PUBLISH', ARGV[3], 0)
+if redis.call('EXISTS', KEYS[1]) == 0 then forget_counter(KEYS[5]) end
 return 1

@@ -12,5 +12,6 @@ end
 redis.call('HDEL', KEYS[1], holder)
 if redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
   redis.call('PUBLISH', ARGV[3], 0)
+  forget_counter(KEYS[5])
   return 1
 end

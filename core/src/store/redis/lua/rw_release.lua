@@ -18,6 +18,7 @@ local _, _, most = rw_scan(KEYS[1], KEYS[2], base)
 if most < 0 then
   -- Redisson: a write unlock publishes 1 (wake every waiter), a read unlock 0.
   if is_writer(holder) then redis.call('PUBLISH', ARGV[4], 1) else redis.call('PUBLISH', ARGV[4], 0) end
+  forget_counter(KEYS[3])
 else
   if most < FOREVER then redis.call('PEXPIRE', KEYS[1], most) end
   -- A writer left its own readers behind (downgrade): other readers may enter now.

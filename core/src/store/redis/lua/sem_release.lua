@@ -11,6 +11,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then v = redis.call('INCRBY', KEYS[1], n) 
 redis.call('PUBLISH', ARGV[4], v)
 if n == k then
   redis.call('HDEL', KEYS[3], 't:' .. holder)
+  if redis.call('ZCARD', KEYS[2]) == 0 then forget_semaphore(KEYS[1], KEYS[3], KEYS[4]) end
   return {1}
 end
 return {2, k - n}

@@ -10,4 +10,5 @@ if k < c then
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('PUBLISH', ARGV[3], 0)
+forget_counter(KEYS[3])
 return 1

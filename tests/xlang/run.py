@@ -109,7 +109,11 @@ def plan(work: str) -> List[Callable[[], Outcome]]:
     # tokens from the counter baton's locks use, so tokens must grow across both),
     # RFairLock, RReadWriteLock, RSemaphore (baton's ?semaphore=rsemaphore),
     # RPermitExpirableSemaphore, RCountDownLatch; ?names=bare gives every kind Redisson's names.
-    redis, bare = s["redis"], with_option(s["redis"], "names=bare")
+    # ?free=keep: baton keeps a free name's counter (RFencedLock's INCR would start again at
+    # 1 below baton's clock-based tokens) and semaphore counts, as docs/redis-layout.md says
+    # for names shared with Redisson.
+    redis = with_option(s["redis"], "free=keep")
+    bare = with_option(redis, "names=bare")
     jvm = lambda kind, k=2, **x: [Holder(f"jvm-{kind}{i}", "java", "redisson", kind, dict(x)) for i in range(k)]  # noqa: E731
     add("redis redisson lock", lambda: run("redis", "redisson: RFencedLock", redis, f"xlang-{RUN}/rs-lock",
                                            jvm("lock") + baton_everywhere(per_lang=1), work))

@@ -14,7 +14,7 @@ TEST_GROUPS=(
     # Two groups, each about half of the test time: Redis's and ZooKeeper's binaries with
     # the MySQL/SQLite ones, then etcd's with the rest. Three or four groups side by side
     # overloaded the 2 cores (load 14: timing-bounded checks of every group failed).
-    "redis:redis*|redlock*|lab|baton_lab*|zk*|mysql|sql_schemes_mysql|sqlite|sql_schemes_sqlite|cli"
+    "redis:redis*|redlock*|residue|lab|baton_lab*|zk*|mysql|sql_schemes_mysql|sqlite|sql_schemes_sqlite|cli"
     "rest:*"
 )
 # The servers a group's tests start themselves take ports from the group's own range

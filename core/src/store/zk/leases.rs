@@ -30,9 +30,11 @@ pub(crate) async fn acquire(conn: &Conn, dir: &str, name: &str, req: &Request) -
     };
     let c = conn.client().await?;
     let mut es = entries::live(conn, &c, dir, KINDS).await?;
-    if !req.enqueue && es.len() as u64 + u64::from(count) > u64::from(limit) {
+    let full = es.len() as u64 + u64::from(count) > u64::from(limit);
+    if (!req.enqueue && full) || crate::state::check_size(name, recorded_size(&es), limit).is_err() {
         // A "full" read from a follower may predate a release made through another
-        // server: a try answers busy only from a caught-up read.
+        // server: a try answers busy, and any attempt refuses another size (the leases of
+        // the old size may all be back), only from a caught-up read.
         conn.caught_up(&c, dir).await?;
         es = entries::live(conn, &c, dir, KINDS).await?;
     }

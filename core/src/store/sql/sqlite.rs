@@ -79,19 +79,8 @@ impl Sqlite {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(busy);
-        // Processes opening a new file at once race to switch it to WAL and to create the
-        // table, steps SQLite may refuse with "database is locked" without waiting in the
-        // busy handler: tried again, within the busy timeout.
-        let deadline = tokio::time::Instant::now() + busy;
-        let (pool, clock) = loop {
-            match open_pool(opts.clone(), busy).await {
-                Err(e) if is_locked(&e) && tokio::time::Instant::now() < deadline => {
-                    let pause = Duration::from_millis(rand::random_range(10..50));
-                    tokio::time::sleep(pause).await;
-                }
-                r => break r.map_err(|e| open_error(&path, e))?,
-            }
-        };
+        let (pool, clock) =
+            while_locked(busy, || open_pool(opts.clone(), busy)).await.map_err(|e| open_error(&path, e))?;
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(&path));
         let wakes = Wakes::for_store(&format!("sqlite:{}", canonical.display()));
         Ok(Sqlite { db: Arc::new(Db { pool, path, clock, sweeps: Sweeps::default() }), wakes })
@@ -127,6 +116,27 @@ async fn open_pool(opts: SqliteConnectOptions, busy: Duration) -> std::result::R
     sqlx::query(FREE_INDEX).execute(&pool).await?;
     let clock = super::boot_clock::base(&pool).await?;
     Ok((pool, clock))
+}
+
+/// Runs `open` again while SQLite answers "database is locked", within `busy`: processes
+/// opening a new file at once race to switch it to WAL and to create its tables, steps
+/// SQLite may refuse at once without waiting in the busy handler. Every opener of a
+/// SQLite file goes through here (the store, the `?scheme=` designs).
+pub(crate) async fn while_locked<T, F, Fut>(busy: Duration, mut open: F) -> std::result::Result<T, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, sqlx::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + busy;
+    loop {
+        match open().await {
+            Err(e) if is_locked(&e) && tokio::time::Instant::now() < deadline => {
+                let pause = Duration::from_millis(rand::random_range(10..50));
+                tokio::time::sleep(pause).await;
+            }
+            r => return r,
+        }
+    }
 }
 
 /// SQLITE_BUSY (5) or SQLITE_LOCKED (6), primary or extended.

@@ -170,17 +170,22 @@ async fn connect(url: &StoreUrl, cfg: &SchemeConfig, max: u32, store: &str) -> R
             // connection's `baton_now_ms()` reads it.
             let base = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
             let on_each = base.clone();
-            let pool = SqlitePoolOptions::new()
-                .max_connections(max)
-                .acquire_timeout(cfg.busy_timeout + Duration::from_secs(5))
-                .after_connect(move |conn, _| {
-                    let base = on_each.clone();
-                    Box::pin(async move { super::boot_clock::register(conn, base).await })
-                })
-                .connect_with(opts)
-                .await
-                .map_err(open_err)?;
-            let b = super::boot_clock::base(&pool).await.map_err(open_err)?;
+            let (pool, b) = super::sqlite::while_locked(cfg.busy_timeout, || async {
+                let on_each = on_each.clone();
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(max)
+                    .acquire_timeout(cfg.busy_timeout + Duration::from_secs(5))
+                    .after_connect(move |conn, _| {
+                        let base = on_each.clone();
+                        Box::pin(async move { super::boot_clock::register(conn, base).await })
+                    })
+                    .connect_with(opts.clone())
+                    .await?;
+                let b = super::boot_clock::base(&pool).await?;
+                Ok((pool, b))
+            })
+            .await
+            .map_err(open_err)?;
             base.store(b, std::sync::atomic::Ordering::Release);
             Ok(Pool::Lite(pool))
         }

@@ -1,7 +1,8 @@
 //! etcd over TLS with user/password auth: `etcds://` (gRPC) and `etcd+https://` (the JSON
 //! gateway) against the `etcd-tls` member of `scripts/services` (a certificate signed by a
 //! CA of its own, auth enabled; URLs with `?ca=` in `BATON_TEST_ETCDS_URL` and
-//! `BATON_TEST_ETCD_HTTPS_URL`): the behaviour suite on both, and the failures a caller
+//! `BATON_TEST_ETCD_HTTPS_URL`): the behaviour suite on gRPC, a check of each primitive on
+//! the gateway (whose transport `etcd_http.rs` checks whole), and the failures a caller
 //! must be told about — an untrusted certificate, a wrong password, `?ca=` misused.
 #![cfg(all(feature = "etcd", feature = "etcd-http"))]
 
@@ -33,7 +34,16 @@ mod https {
         Store { url: crate::https_url(), keep: None }
     }
 
-    crate::behaviour_suite!(crate::https::store);
+    // The gateway's transport is checked whole on plain HTTP (`etcd_http.rs`) and TLS whole
+    // on gRPC (above): over TLS here, a check of each primitive's grant, wake-up, lease and
+    // close, and of the password's redaction.
+    crate::behaviour_suite!(@tests crate::https::store;
+        lock::try_and_timeout, lock::release_wakes_waiter, lock::exclusion_counter, lock::ttl_expiry_is_lost,
+        lock::watchdog_keeps_lock, lock::fencing_tokens_grow, lock::close_releases, rw::release_wakes_reader,
+        semaphore::waiter_woken_and_dropped_permit_returns, permits::lease_expiry_and_update,
+        latch::set_count_down_wait, fair::grants_in_request_order, multi::all_or_nothing,
+        errors::passwords_never_in_messages,
+    );
 }
 
 /// `url` with its `?ca=` option dropped (the system's roots, which lack the test CA).

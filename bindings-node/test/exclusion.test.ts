@@ -10,14 +10,13 @@ import { Worker } from 'node:worker_threads';
 
 import { connect } from 'baton-lock';
 
-import { label, sqliteUrl, tempDir, uniq } from './helpers.js';
+import { label, sqliteUrl, storeUrls, tempDir, uniq } from './helpers.js';
 
 const WORKER = join(__dirname, 'fixtures', 'counter-worker.js');
 
 /** The per-URL stores the cross-process test runs on (memory:// is per process). */
 function sharedUrls(): string[] {
-  const extra = (process.env.BATON_TEST_URLS ?? '').split(/\s+/).filter(Boolean);
-  return [sqliteUrl('exclusion'), ...extra];
+  return storeUrls('exclusion').filter((u) => !u.startsWith('memory://'));
 }
 
 function files(tag: string): { counter: string; journal: string } {

@@ -19,11 +19,20 @@ export function tempDir(tag: string): string {
  * whitespace-separated URLs of `BATON_TEST_URLS` (cluster URLs hold commas themselves).
  */
 export function storeUrls(tag: string): string[] {
-  const urls = [`memory://node-${tag}-${randomUUID()}`, `sqlite://${join(tempDir(tag), 'baton.db')}`];
-  for (const u of (process.env.BATON_TEST_URLS ?? '').split(/\s+/)) {
-    if (u.trim()) urls.push(u.trim());
-  }
-  return urls;
+  return [`memory://node-${tag}-${randomUUID()}`, `sqlite://${join(tempDir(tag), 'baton.db')}`, ...urlList('BATON_TEST_URLS')];
+}
+
+/**
+ * The variants (`BATON_TEST_VARIANT_URLS`: another topology, transport or TLS of a store
+ * that `storeUrls` reaches already, where the core's behaviour suite runs every check):
+ * test/variants.test.ts runs a round of every primitive on them.
+ */
+export function variantUrls(): string[] {
+  return urlList('BATON_TEST_VARIANT_URLS');
+}
+
+function urlList(variable: string): string[] {
+  return (process.env[variable] ?? '').split(/\s+/).filter(Boolean);
 }
 
 /**

@@ -1,6 +1,6 @@
 """Store URLs for the behaviour suite, and small bounded helpers.
 
-Every test that takes the ``url`` fixture runs once per store:
+The stores, by URL:
 
 * ``memory://`` (a fresh in-process store per test) and ``sqlite://`` (a fresh file per
   test), always;
@@ -10,6 +10,15 @@ Every test that takes the ``url`` fixture runs once per store:
   PostgreSQL, …) whose scheme this build of the core knows; a scheme the build lacks
   (``Unsupported``) is listed in the report header and left out, so a store joins the
   suite by URL as soon as the core gains it.
+
+Every test that takes the ``url`` fixture runs on each of them but the variants that
+``BATON_TEST_VARIANTS`` names (``scripts/services``: a Redis Cluster or Sentinel, etcd's
+gateway, an etcd cluster, TLS, a ZooKeeper ensemble): a variant reaches a store another URL
+reaches already, through another topology or transport below the store interface that the
+binding calls, where the core's behaviour suite runs every check on each
+(``core/tests/<store>.rs``). The variants run the tests marked ``every_store``: a round of
+every primitive, waits and wakes across clients, tokens.
+``BATON_TEST_EVERY_STORE=1`` runs every test on every URL.
 
 Shared servers are isolated per test with the ``prefix`` URL option.
 """
@@ -57,9 +66,25 @@ ENV_STORES, ENV_NOTES = _env_stores()
 STORE_IDS = ["memory", "sqlite", *ENV_STORES]
 CROSS_PROCESS_IDS = [s for s in STORE_IDS if s != "memory"]
 
+#: The ``BATON_TEST_<NAME>_URL`` stores (by lowercased NAME) that reach a store another URL
+#: already reaches, through another topology, transport or TLS (``BATON_TEST_VARIANTS``,
+#: from ``scripts/services``).
+VARIANTS = {v.lower() for v in os.environ.get("BATON_TEST_VARIANTS", "").split()}
+EVERY_STORE = os.environ.get("BATON_TEST_EVERY_STORE", "") not in ("", "0")
+
+#: The stores every test runs on (the rest run the tests marked ``every_store``).
+SUITE_STORE_IDS = [s for s in STORE_IDS if EVERY_STORE or s not in VARIANTS]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "every_store: runs on the variants of BATON_TEST_VARIANTS too")
+
 
 def pytest_report_header(config: pytest.Config) -> List[str]:
     lines = [f"baton {baton.__version__} from {Path(baton.__file__).parent}; stores: {', '.join(STORE_IDS)}"]
+    others = [s for s in STORE_IDS if s not in SUITE_STORE_IDS]
+    if others:
+        lines.append(f"  only the every_store tests (BATON_TEST_EVERY_STORE=1: all): {', '.join(others)}")
     lines += [f"  {s}: {u}" for s, u in ENV_STORES.items()]
     lines += [f"  left out: {n}" for n in ENV_NOTES]
     return lines
@@ -106,7 +131,16 @@ def store_url(store: str, tmp_path: Path) -> str:
     return f"{url}{'&' if '?' in url else '?'}prefix=t{tag}/"
 
 
-@pytest.fixture(params=STORE_IDS)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    every = metafunc.definition.get_closest_marker("every_store") is not None
+    ids = STORE_IDS if every else SUITE_STORE_IDS
+    if "store" in metafunc.fixturenames:
+        metafunc.parametrize("store", ids, indirect=True)
+    if "shared_url" in metafunc.fixturenames:
+        metafunc.parametrize("shared_url", [s for s in ids if s in CROSS_PROCESS_IDS], indirect=True)
+
+
+@pytest.fixture
 def store(request: pytest.FixtureRequest) -> str:
     """The id of the store under test (``memory``, ``sqlite``, ``redis``, …)."""
     return str(request.param)
@@ -117,7 +151,7 @@ def url(store: str, tmp_path: Path) -> str:
     return store_url(store, tmp_path)
 
 
-@pytest.fixture(params=CROSS_PROCESS_IDS)
+@pytest.fixture
 def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A URL several processes can share (every store but ``memory://``)."""
     return store_url(str(request.param), tmp_path)

@@ -40,6 +40,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str, within: fl
         await asyncio.sleep(0.02)
 
 
+@pytest.mark.every_store
 def test_lock_basics(url: str) -> None:
     async def main(client: baton.AsyncClient) -> None:
         assert isinstance(client, baton.AsyncClient) and not client.closed
@@ -78,6 +79,7 @@ def test_lost_fires_on_ttl_expiry(url: str) -> None:
     run(main, url)
 
 
+@pytest.mark.every_store
 def test_other_primitives(url: str) -> None:
     async def main(client: baton.AsyncClient) -> None:
         rw = client.rw_lock("doc")

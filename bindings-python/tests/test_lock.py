@@ -13,6 +13,7 @@ import baton
 from helpers import eventually, is_free
 
 
+@pytest.mark.every_store
 def test_acquire_release_tokens_grow(client: baton.Client) -> None:
     lock = client.lock("orders/42")
     assert lock.name == "orders/42" and lock.owner
@@ -27,6 +28,7 @@ def test_acquire_release_tokens_grow(client: baton.Client) -> None:
     g2.release()
 
 
+@pytest.mark.every_store
 def test_try_acquire_and_timeout(client: baton.Client) -> None:
     held = client.lock("busy").acquire()
     other = client.lock("busy")

@@ -41,6 +41,7 @@ def test_writer_may_read_and_upgrade_is_refused(client: baton.Client) -> None:
             rw.write(timeout=1.0)
 
 
+@pytest.mark.every_store
 def test_waiting_writer_is_woken(client: baton.Client) -> None:
     reader = client.rw_lock("doc/9").read()
     got: list[int] = []

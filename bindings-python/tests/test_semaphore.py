@@ -10,6 +10,7 @@ import baton
 from helpers import eventually
 
 
+@pytest.mark.every_store
 def test_permits(client: baton.Client) -> None:
     sem = client.semaphore("parking", 3)
     assert sem.permits == 3 and sem.name == "parking" and sem.available() == 3

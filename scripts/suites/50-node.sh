@@ -6,8 +6,9 @@
 # the folder) into an empty directory.
 #
 # Extra store URLs for the behaviour and exclusion tests: BATON_TEST_URLS (space-separated:
-# cluster URLs hold commas;
-# default: every BATON_TEST_*_URL of the services suite that this build can reach).
+# cluster URLs hold commas), and BATON_TEST_VARIANT_URLS for the round of every primitive
+# (test/variants.test.ts); default: the BATON_TEST_*_URL of the services suite that this
+# build can reach, split by BATON_TEST_VARIANTS (scripts/store-urls.mjs).
 
 # The cdylib only loads inside Node: this suite tests it there (the lint suite lints it).
 RUST_EXCLUDE+=(baton-node)
@@ -21,12 +22,16 @@ suite_node() {
     # The test build of the addon (dev profile, on the rust suite's compiled dependencies).
     step "napi build (test build)" 45m npm --prefix "$dir" run build:native:test
     step "tsc" 10m npm --prefix "$dir" run build:ts
-    # Every server store of the services suite that this build reaches (see store-urls.mjs).
+    # Every server store of the services suite that this build reaches (see store-urls.mjs):
+    # the variants of BATON_TEST_VARIANTS apart.
     if [[ -z ${BATON_TEST_URLS:-} ]]; then
-        BATON_TEST_URLS=$(cd "$dir" && timeout 120 node scripts/store-urls.mjs) || die "listing the test stores failed"
-        export BATON_TEST_URLS
+        BATON_TEST_URLS=$(cd "$dir" && timeout 120 node scripts/store-urls.mjs main) || die "listing the test stores failed"
+        BATON_TEST_VARIANT_URLS=$(cd "$dir" && timeout 120 node scripts/store-urls.mjs variants) \
+            || die "listing the test stores failed"
+        export BATON_TEST_URLS BATON_TEST_VARIANT_URLS
     fi
     log "   node stores beyond memory:// and sqlite://: ${BATON_TEST_URLS:-none}"
+    log "   their variants (a round of every primitive): ${BATON_TEST_VARIANT_URLS:-none}"
     step "node --test (bindings-node)" 30m npm --prefix "$dir" test
     step "npm tarball (scripts/package node)" 10m env BATON_NODE_SKIP_BUILD=1 "$ROOT/scripts/package" node
     BATON_NODE_PACKED=1   # the xlang suite installs this tarball as it is

@@ -6,6 +6,7 @@ use baton_bind::convert::{LockDurations, opt_millis};
 
 use crate::call::{self, count};
 use crate::errors::FfiError;
+use crate::fence::Fence;
 use crate::inspect::Inspection;
 use crate::latch::CountDownLatch;
 use crate::live::Live;
@@ -101,6 +102,11 @@ impl Client {
     /// A multi-lock over `names`.
     pub fn multi_lock(&self, names: Vec<String>) -> Arc<MultiLock> {
         MultiLock::new(self.inner.multi_lock(names))
+    }
+
+    /// Fenced writes on this client's store.
+    pub fn fence(&self) -> Arc<Fence> {
+        Fence::new(self.inner.fence())
     }
 
     /// Holder, hold count, lease left and last token of the lock `name`.

@@ -5,7 +5,7 @@
 //! the public API (Kotlin durations, `BatonException`, the Java blocking and future forms).
 //!
 //! Layout: one file per public noun (`client`, `lock`, `rw`, `semaphore`, `permits`,
-//! `latch`, `multi`, `inspect`), the guards (`guard`, over `baton_bind::Cell`), the
+//! `latch`, `multi`, `inspect`, `fence`), the guards (`guard`, over `baton_bind::Cell`), the
 //! plumbing (`call`: every call on baton's runtime with panics contained, `errors`: the
 //! error enum of the kinds), and the test hooks (`hooks`, `live`).
 
@@ -14,6 +14,7 @@ uniffi::setup_scaffolding!("baton_ffi");
 pub(crate) mod call;
 pub mod client;
 pub mod errors;
+pub mod fence;
 pub mod guard;
 pub mod hooks;
 pub mod inspect;

@@ -1,17 +1,12 @@
 //! `Fence` (fenced writes at the resource) and `fencedUpdate`. Tokens come in as decimal
 //! strings (the facade takes `bigint | number`), so no value loses precision on the way.
 
+use baton_bind::convert::token_text as token;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
 use crate::call;
 use crate::errors::Answer;
-
-fn token(s: &str) -> baton::Result<baton::FencingToken> {
-    s.parse::<u64>().map(baton::FencingToken::new).map_err(|_| {
-        baton::Error::new(baton::ErrorKind::InvalidArgument, format!("token must be a whole number ≥ 0, not {s:?}"))
-    })
-}
 
 /// A value written through a fence, with the token of its writer.
 #[napi(object)]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use baton::{LockOptions, Result};
+use baton::{FencingToken, LockOptions, Result};
 
 use crate::kind::invalid;
 
@@ -51,6 +51,17 @@ pub fn int<T: TryFrom<i128>>(what: &str, v: i128) -> Result<T> {
 /// The `InvalidArgument` for an integer out of range (`shown` as the host prints it).
 pub fn out_of_range(what: &str, shown: &dyn std::fmt::Display) -> baton::Error {
     invalid(format!("{what} {shown} is out of range"))
+}
+
+/// A fencing token from a host integer (a JVM `Long`): negative is `InvalidArgument`.
+pub fn token(v: i128) -> Result<FencingToken> {
+    u64::try_from(v).map(FencingToken::new).map_err(|_| invalid(format!("token must be a whole number ≥ 0, not {v}")))
+}
+
+/// A fencing token from its decimal text (how JavaScript hands a `bigint` over, so no
+/// value loses precision on the way).
+pub fn token_text(s: &str) -> Result<FencingToken> {
+    s.parse::<u64>().map(FencingToken::new).map_err(|_| invalid(format!("token must be a whole number ≥ 0, not {s:?}")))
 }
 
 /// A count as a JavaScript number, saturating at [`MAX_SAFE_INTEGER`] (no store counts

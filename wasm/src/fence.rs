@@ -1,18 +1,13 @@
 //! `Fence` (fenced writes at the resource) and `fencedUpdate`, as the Node addon has them:
 //! tokens come in as decimal strings, a read is `{ value, token }` or `null`.
 
+use baton_bind::convert::token_text as token;
 use js_sys::{BigInt, Promise};
 use wasm_bindgen::prelude::*;
 
 use crate::call::{js_error, promise};
 use crate::convert::safe_number;
 use crate::inspect::object;
-
-fn token(s: &str) -> baton::Result<baton::FencingToken> {
-    s.parse::<u64>().map(baton::FencingToken::new).map_err(|_| {
-        baton::Error::new(baton::ErrorKind::InvalidArgument, format!("token must be a whole number ≥ 0, not {s:?}"))
-    })
-}
 
 /// Fenced writes on a client's store.
 #[wasm_bindgen]

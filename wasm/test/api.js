@@ -1,7 +1,7 @@
 // The JavaScript API of the browser package, checked the way a page uses it: the Node
 // package's names and behaviour (BatonError codes, AbortSignal, guard.signal, await using),
 // on the store of ?url=. Results go to window.__result for run.mjs.
-import init, { connect, BatonError, errorCodes, _raise, _panic } from '../pkg/baton_wasm.js';
+import init, { connect, fencedUpdate, BatonError, errorCodes, _raise, _panic } from '../pkg/baton_wasm.js';
 
 const url = new URLSearchParams(location.search).get('url') ?? 'memory://api';
 const run = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
@@ -120,6 +120,31 @@ await check('fair lock, rw lock, semaphore, latch, inspect', async () => {
   const info = await client.inspect(name('i'));
   assert(info.holders.length === 1 && info.lastToken === g.token, JSON.stringify(info, (_, v) => String(v)));
   await g.release();
+});
+
+await check("fence: a paused holder's late write is refused by the store", async () => {
+  const other = await connect(url);
+  try {
+    const [sale, stock] = [name('fence-sale'), name('fence-stock')];
+    const old = await client.lock(sale, { ttlMs: 1000 }).acquire({ timeoutMs: 5000 });
+    assert((await client.fence().write(stock, '9', old.token)) === true, 'the holder writes');
+    // `client` stops here (a long task, a frozen tab) until its lease is gone; `other` takes over.
+    const next = await other.lock(sale).acquire({ timeoutMs: 20000 });
+    assert(next.token > old.token, 'tokens grow');
+    assert((await other.fence().write(stock, '8', next.token)) === true, 'the new holder writes');
+    assert((await client.fence().write(stock, '7', old.token)) === false, 'the late write is refused');
+    const got = await other.fence().read(stock);
+    assert(got?.value === '8' && got?.token === next.token, `read ${got?.value} ${got?.token}`);
+    assert((await other.fence().read(name('fence-absent'))) === null, 'nothing written: null');
+    await next.release();
+    await rejects(old.release(), 'LockLost');
+    await rejects(other.fence().execute('UPDATE stock SET n = 1', next.token), 'Unsupported');
+    const sql = fencedUpdate('UPDATE stock SET n = n - 1 WHERE item = ?', 7n);
+    assert(sql === 'UPDATE stock SET n = n - 1, fence = 7 WHERE (item = ?) AND fence <= 7', sql);
+    throws(() => fencedUpdate('DELETE FROM stock', 1n), 'InvalidArgument');
+  } finally {
+    await other.close();
+  }
 });
 
 await check('every error kind of the core reaches JavaScript as its BatonError code', async () => {

@@ -25,6 +25,14 @@ object Baton {
     @JvmStatic
     fun connectAsync(url: String): CompletableFuture<Client> = futureOf { connect(url) }
 
+    /**
+     * [statement] (one SQL `UPDATE`) with the fencing guard added, for the caller's own
+     * driver: it sets the row's `fence` column to [token] and changes only rows whose fence
+     * is not above it. A statement it cannot guard is [BatonException.InvalidArgument].
+     */
+    @JvmStatic
+    fun fencedUpdate(statement: String, token: Long): String = native { dev.baton.ffi.fencedUpdate(statement, token) }
+
     /** The names of the core's error kinds, in order (what [ErrorKind] mirrors). */
     @JvmStatic
     fun errorKinds(): List<String> = dev.baton.ffi.errorKinds()
@@ -76,6 +84,9 @@ class Client internal constructor(private val raw: dev.baton.ffi.Client) : AutoC
 
     /** A multi-lock over [names] (all or nothing). */
     fun multiLock(vararg names: String): MultiLock = multiLock(names.toList())
+
+    /** Fenced writes on this client's store: see [Fence]. */
+    fun fence(): Fence = Fence(raw.fence())
 
     /** Holder, hold count, lease left and last token of the lock [name]. */
     suspend fun inspect(name: String): Inspection = native { raw.inspect(name) }

@@ -154,7 +154,7 @@ async fn sql_rows(url: &str, prefix: &str) -> i64 {
     }
 }
 
-async fn sql_free_names_leave_no_rows(url: &str) {
+async fn free_names_leave_no_rows(url: &str) {
     let p = prefix();
     use_names(url, &p, Others::All).await;
     // Within the grace the rows are still there (marked free): a name in use keeps its row.
@@ -167,18 +167,11 @@ async fn sql_free_names_leave_no_rows(url: &str) {
     assert_eq!(sql_rows(url, &p).await, 0, "{url}: rows left after the sweep");
 }
 
+/// SQLite, PostgreSQL and MySQL side by side, so that the grace is waited out once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_free_names_leave_no_rows() {
+async fn sql_free_names_leave_no_rows() {
     let dir = tempfile::tempdir().unwrap();
-    sql_free_names_leave_no_rows(&format!("sqlite://{}/r.db", dir.path().display())).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_free_names_leave_no_rows() {
-    sql_free_names_leave_no_rows(&server_url("BATON_TEST_POSTGRES_URL")).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mysql_free_names_leave_no_rows() {
-    sql_free_names_leave_no_rows(&server_url("BATON_TEST_MYSQL_URL")).await;
+    let sqlite = format!("sqlite://{}/r.db", dir.path().display());
+    let (pg, my) = (server_url("BATON_TEST_POSTGRES_URL"), server_url("BATON_TEST_MYSQL_URL"));
+    tokio::join!(free_names_leave_no_rows(&sqlite), free_names_leave_no_rows(&pg), free_names_leave_no_rows(&my));
 }

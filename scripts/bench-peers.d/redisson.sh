@@ -15,7 +15,7 @@ peer_build() {
     local version
     version=$(workspace_version)
     mvn -q -B -ntp -f "$BP_ROOT/bindings-kotlin/pom.xml" -DskipTests \
-        -Dcargo.triple="$(rustc -vV | sed -n 's/^host: //p')" install
+        -Dcargo.triple="$(host_triple)" install
     mvn -q -B -f "$BP_ROOT/scripts/bench-peers.d/kotlin/pom.xml" -Dbp.out="$BP_OUT/kotlin" \
         -Dbaton.version="$version" package dependency:copy-dependencies
 }

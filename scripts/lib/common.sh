@@ -8,6 +8,8 @@
 #   ensure_apt_packages PKG…      apt-get install only the missing packages (update at most once)
 #   as_root CMD…                  run CMD as root (directly, or via sudo when not root)
 #   workspace_version             the Cargo workspace's version, which every package carries
+#   host_triple                   rustc's host triple (cargo builds here name it: one target dir)
+#   test_build_dir                the test build's output: <target dir>/<host triple>/debug
 
 [[ -n ${_BATON_COMMON_SH:-} ]] && return 0
 _BATON_COMMON_SH=1
@@ -25,6 +27,8 @@ as_root() {
 }
 
 workspace_version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -n 1; }
+host_triple() { rustc -vV | sed -n 's/^host: //p'; }
+test_build_dir() { echo "${CARGO_TARGET_DIR:-$ROOT/target}/$(host_triple)/debug"; }
 
 # wait_until SECONDS DESCRIPTION CMD [ARGS…]
 # Runs CMD (a command or shell function, output discarded) every 0.2 s until it

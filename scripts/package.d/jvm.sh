@@ -8,12 +8,12 @@ package_jvm() {
     command -v mvn >/dev/null || ensure_apt_packages maven
     command -v javac >/dev/null || ensure_apt_packages openjdk-17-jdk-headless
     local triple version
-    triple=$(rustc -vV | sed -n 's/^host: //p')
+    triple=$(host_triple)
     version=$(workspace_version)
     local -a skip=(-DskipTests)
     [[ ${BATON_PACKAGE_TESTS:-0} == 1 ]] && skip=()
     local -a build=()
-    [[ $BATON_PACKAGE_BUILD == test ]] && build=(-Dcargo.profile=dev -Dcargo.out="${CARGO_TARGET_DIR:-$ROOT/target}/$triple/debug" \
+    [[ $BATON_PACKAGE_BUILD == test ]] && build=(-Dcargo.profile=dev -Dcargo.out="$(test_build_dir)" \
         -Dcargo.features=workspace-features)
     mvn -B -ntp -f "$ROOT/bindings-kotlin/pom.xml" -Dcargo.triple="$triple" "${build[@]}" "${skip[@]}" install
     local f

@@ -11,19 +11,17 @@
 #
 # A binary belongs to the first group whose pattern matches its target name.
 TEST_GROUPS=(
-    # Three groups of about equal time (measured side by side on the 2-core machine: 515 s,
-    # 475 s and 536 s, then `memory` moved from the last to the second), each family of
-    # servers in one group. Three and four groups once overloaded the 2 cores (load 14:
-    # timing-bounded checks failed in every group); the CPU the tests cost has come down
-    # since (etcd-tls's bcrypt, the fault table's lanes): three ran with a fifth of the
-    # CPU idle on average and every check passed, against 650 s for two groups.
-    "redis:redis*|redlock*|residue|lab|baton_lab*|cli|postgres|fence"
-    "sql:zk*|mysql|sql_schemes_*|sqlite|sql_tls|memory"
+    # Two groups, each about half of the test time: Redis's, ZooKeeper's and the SQL
+    # stores' binaries, then etcd's with the rest. Three groups (Redis; ZooKeeper and SQL;
+    # etcd and the rest) took 506-536 s side by side against 645 s for two, but under them
+    # redis_server's sentinel_failover_keeps_working lost its replicated hold once (2026-11-29,
+    # not yet understood); four groups once overloaded the 2 cores (load 14).
+    "redis:redis*|redlock*|residue|lab|baton_lab*|zk*|mysql|sql_schemes_mysql|sqlite|sql_schemes_sqlite|cli"
     "rest:*"
 )
 # The servers a group's tests start themselves take ports from the group's own range
 # (BATON_PORT_RANGE, read by baton_lab::free_loopback_port).
-declare -A GROUP_PORTS=([redis]=10000-12999 [sql]=13000-14999 [rest]=15000-19999)
+declare -A GROUP_PORTS=([redis]=10000-13999 [rest]=14000-19999)
 
 list_test_binaries() {
     local out=$1; shift

@@ -17,12 +17,13 @@ wasm_bindgen_version() {   # the wasm-bindgen version Cargo.lock pins for the cr
 
 ensure_wasm_tools() {
     command -v rustup >/dev/null || die "rustup not found: the wasm32 target comes from rustup"
-    rustup target list --installed | grep -qx wasm32-unknown-unknown \
+    # grep reads the whole list: -q would end the pipe early and fail it (pipefail, SIGPIPE).
+    rustup target list --installed | grep -x wasm32-unknown-unknown >/dev/null \
         || rustup target add wasm32-unknown-unknown
     local want have
     want=$(wasm_bindgen_version)
     [[ -n $want ]] || die "no wasm-bindgen in Cargo.lock"
-    have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')
+    have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}') || true   # none yet: install it
     if [[ $have != "$want" ]]; then
         log "   installing wasm-bindgen-cli $want (found: ${have:-none}; takes ~2.5 min)"
         # Not --locked: the CLI's lockfile can name crate versions a registry mirror lacks.

@@ -2,11 +2,11 @@
 // (memory://, sqlite://, and BATON_TEST_URLS).
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 
 import { BatonError, connect, type Client } from 'baton-lock';
 
-import { eventually, label, noFairOrLatch, rejectsWith, settlesWithin, sleep, storeUrls, uniq } from './helpers.js';
+import { clientPair, eventually, label, noFairOrLatch, rejectsWith, settlesWithin, sleep, storeUrls, uniq } from './helpers.js';
 
 const T = { timeout: 60_000 };
 
@@ -15,13 +15,9 @@ for (const url of storeUrls('behaviour')) {
     const skipFair = { ...T, skip: noFairOrLatch(url) };
     let client: Client;
     let other: Client;
-    before(async () => {
-      client = await connect(url);
-      other = await connect(url);
-    });
-    after(async () => {
-      await client.close();
-      await other.close();
+    clientPair(url, (a, b) => {
+      client = a;
+      other = b;
     });
 
     describe('lock', () => {

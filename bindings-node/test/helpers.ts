@@ -6,8 +6,24 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 
-import { BatonError, type BatonErrorCode } from 'baton-lock';
+import { BatonError, connect, type BatonErrorCode, type Client } from 'baton-lock';
+
+/**
+ * Two clients on `url` for the enclosing `describe`, handed to `set` once connected (before
+ * its tests) and closed after them: the holder's side and a waiter's in another client.
+ */
+export function clientPair(url: string, set: (client: Client, other: Client) => void): void {
+  let pair: [Client, Client] | undefined;
+  before(async () => {
+    pair = [await connect(url), await connect(url)];
+    set(...pair);
+  });
+  after(async () => {
+    for (const c of pair ?? []) await c.close();
+  });
+}
 
 /** A fresh directory under the system temp dir. */
 export function tempDir(tag: string): string {

@@ -5,11 +5,11 @@
 // check on each (core/tests/<store>.rs). Here: grants, waits woken across clients, tokens.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 
-import { connect, type Client } from 'baton-lock';
+import { type Client } from 'baton-lock';
 
-import { label, rejectsWith, uniq, variantUrls } from './helpers.js';
+import { clientPair, label, rejectsWith, uniq, variantUrls } from './helpers.js';
 
 const T = { timeout: 60_000 };
 
@@ -17,13 +17,9 @@ for (const url of variantUrls()) {
   describe(`a round of every primitive on ${label(url)}`, () => {
     let client: Client;
     let other: Client;
-    before(async () => {
-      client = await connect(url);
-      other = await connect(url);
-    });
-    after(async () => {
-      await client.close();
-      await other.close();
+    clientPair(url, (a, b) => {
+      client = a;
+      other = b;
     });
 
     it('lock: a waiter in another client is woken by the release, with a larger token', T, async () => {

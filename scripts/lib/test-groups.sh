@@ -4,6 +4,7 @@
 # binaries of a group run one after another. Test time is mostly waiting on servers and
 # timers, so the groups overlap well even on 2 cores.
 #
+#   build_test_binaries LABEL            the test build's binaries (below), listed in TEST_BINARIES
 #   list_test_binaries OUT CARGO_ARGS…   build every test binary (cargo test --no-run) and
 #                                        write "manifest_dir<TAB>executable" lines to OUT
 #   run_test_groups LIST                 run them; prints each group's output whole, then
@@ -22,6 +23,12 @@ TEST_GROUPS=(
 # The servers a group's tests start themselves take ports from the group's own range
 # (BATON_PORT_RANGE, read by baton_lab::free_loopback_port).
 declare -A GROUP_PORTS=([redis]=10000-13999 [rest]=14000-19999)
+
+TEST_BINARIES="$ROOT/target/test-binaries.tsv"
+build_test_binaries() {   # build_test_binaries LABEL: the test build (test_build_args), listed in TEST_BINARIES
+    local -a args; mapfile -t args < <(test_build_args)
+    timed "$1" list_test_binaries "$TEST_BINARIES" "${args[@]}"
+}
 
 list_test_binaries() {
     local out=$1; shift

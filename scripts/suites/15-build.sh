@@ -6,6 +6,6 @@
 
 suite_build() {
     ensure_toolchain
-    local -a args; mapfile -t args < <(test_build_args)
-    timed "cargo test --no-run (every test binary, once)" list_test_binaries "$ROOT/target/test-binaries.tsv" "${args[@]}"
+    # scripts/lib/test-groups.sh (sourced by the rust suite's file)
+    build_test_binaries "cargo test --no-run (every test binary, once)"
 }

@@ -2,7 +2,8 @@
 # The behaviour suite × every store of this build, the CLI's process tests, the kit's and
 # the bindings' pure-Rust tests, doctests (README.md's Rust samples included). The test
 # binaries are built once (by the build suite when it ran first: then cargo finds nothing
-# to do), then run in groups side by side (scripts/lib/test-groups.sh).
+# to do), then run in groups side by side (scripts/lib/test-groups.sh), with the idle lane
+# (scripts/test: the other suites' CPU work that needs no server) beside them.
 
 # shellcheck source-path=SCRIPTDIR source=../lib/test-groups.sh
 . "$ROOT/scripts/lib/test-groups.sh"
@@ -12,9 +13,10 @@ suite_rust() {
     # libfaketime: the CLI's SQLite test steps a process's wall clock, redis_clock_step.rs
     # a redis-server's.
     ensure_apt_packages faketime
+    build_test_binaries "cargo test --no-run (the test binaries, built)"
+    idle_lane_start
+    timed "test binaries ($(wc -l <"$TEST_BINARIES") in ${#TEST_GROUPS[@]} parallel groups)" run_test_groups "$TEST_BINARIES"
+    idle_lane_finish
     local -a args; mapfile -t args < <(test_build_args)
-    local list="$ROOT/target/test-binaries.tsv"
-    timed "cargo test --no-run (the test binaries, built)" list_test_binaries "$list" "${args[@]}"
-    timed "test binaries ($(wc -l <"$list") in ${#TEST_GROUPS[@]} parallel groups)" run_test_groups "$list"
     step "doctests" 20m cargo test "${args[@]}" --doc
 }

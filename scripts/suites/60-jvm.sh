@@ -12,6 +12,13 @@
 # The cdylib only loads inside the JVM: this suite tests it there (the lint suite lints it).
 RUST_EXCLUDE+=(baton-kotlin)
 
+# In the rust suite's idle lane: mvn's cargo step (bindings-kotlin/pom.xml, "cargo-build"),
+# the same command in the same environment, so that mvn finds it done.
+idle_jvm() {
+    step "cargo build (bindings-kotlin and uniffi-bindgen, for mvn)" 30m cargo build --locked \
+        --profile dev --target "$(host_triple)" -p baton-kotlin --features=workspace-features --lib --bins
+}
+
 ensure_jvm() {
     if ! command -v javac >/dev/null || ! javac -version 2>&1 | grep -Eq 'javac (1[7-9]|[2-9][0-9])'; then
         ensure_apt_packages openjdk-17-jdk-headless

@@ -25,9 +25,11 @@ ensure_wasm_tools() {
     [[ -n $want ]] || die "no wasm-bindgen in Cargo.lock"
     have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}') || true   # none yet: install it
     if [[ $have != "$want" ]]; then
-        log "   installing wasm-bindgen-cli $want (found: ${have:-none}; takes ~2.5 min)"
+        log "   installing wasm-bindgen-cli $want (found: ${have:-none}; takes ~1 min)"
         # Not --locked: the CLI's lockfile can name crate versions a registry mirror lacks.
-        cargo install wasm-bindgen-cli --version "$want" --quiet
+        # --debug: it builds in half the time (59 s against 2 min on 2 cores) and writes the
+        # same bytes (checked on baton_wasm.wasm), in about a second instead of 0.3 s.
+        cargo install wasm-bindgen-cli --version "$want" --debug --quiet
     fi
     command -v node >/dev/null || die "node not found: install Node.js ≥ 20 (with npm)"
     [[ -x $ROOT/wasm/node_modules/.bin/tsc ]] \

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # fmt and clippy over the Rust workspace; the unit tests of the scripts' Python helpers.
-# With the rust suite in the run, clippy runs in its idle lane (scripts/test), beside the tests.
+# With the rust suite in the run, clippy runs in its tests lane (scripts/test), beside the tests.
 
 suite_lint() {
     ensure_toolchain
@@ -13,8 +13,8 @@ suite_lint() {
     local -a args; mapfile -t args < <(test_build_args)
     step "bindings' test builds share the test build's dependencies" 5m \
         python3 "$ROOT/scripts/lib/workspace_features.py" baton-python baton-node baton-kotlin -- "${args[@]}"
-    if deferred_to_idle_lane lint; then
-        log "   clippy: in the idle lane, beside the rust suite's tests"
+    if in_lane idle lint; then
+        log "   clippy: in the tests lane, beside the rust suite's tests"
     else
         idle_lint
     fi

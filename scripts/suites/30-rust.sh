@@ -2,8 +2,9 @@
 # The behaviour suite × every store of this build, the CLI's process tests, the kit's and
 # the bindings' pure-Rust tests, doctests (README.md's Rust samples included). The test
 # binaries are built once (by the build suite when it ran first: then cargo finds nothing
-# to do), then run in groups side by side (scripts/lib/test-groups.sh), with the idle lane
-# (scripts/test: the other suites' CPU work that needs no server) beside them.
+# to do), then run in groups side by side (scripts/lib/test-groups.sh), with the tests lane
+# (scripts/test: the other suites' CPU work that needs no server) beside them; the ahead lane
+# starts as the suite ends.
 
 # shellcheck source-path=SCRIPTDIR source=../lib/test-groups.sh
 . "$ROOT/scripts/lib/test-groups.sh"
@@ -14,9 +15,10 @@ suite_rust() {
     # a redis-server's.
     ensure_apt_packages faketime
     build_test_binaries "cargo test --no-run (the test binaries, built)"
-    idle_lane_start
+    lane_start tests idle
     timed "test binaries ($(wc -l <"$TEST_BINARIES") in ${#TEST_GROUPS[@]} parallel groups)" run_test_groups "$TEST_BINARIES"
-    idle_lane_finish
+    lane_wait tests
     local -a args; mapfile -t args < <(test_build_args)
     step "doctests" 20m cargo test "${args[@]}" --doc
+    lane_start ahead ahead
 }

@@ -12,7 +12,7 @@
 # The cdylib only loads inside the JVM: this suite tests it there (the lint suite lints it).
 RUST_EXCLUDE+=(baton-kotlin)
 
-# In the rust suite's idle lane: mvn's cargo step (bindings-kotlin/pom.xml, "cargo-build"),
+# In the rust suite's tests lane: mvn's cargo step (bindings-kotlin/pom.xml, "cargo-build"),
 # the same command in the same environment, so that mvn finds it done.
 idle_jvm() {
     step "cargo build (bindings-kotlin and uniffi-bindgen, for mvn)" 30m cargo build --locked \

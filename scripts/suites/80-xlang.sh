@@ -3,7 +3,8 @@
 # `baton-lock` into a fresh venv and the npm tarball `baton-lock` into an empty folder,
 # both with no cargo/rustc on PATH, and the jar dev.baton:baton by coordinates — and the
 # `baton` CLI, contending on one name per store (SQLite, Redis, Redis ?scheme=simple,
-# Redlock, etcd, PostgreSQL, MySQL, ZooKeeper) for locks, semaphores and read-write locks;
+# Redlock, etcd, PostgreSQL, MySQL, ZooKeeper) for locks, semaphores and read-write locks,
+# with a holder in headless Chromium (the wasm package over etcd's gateway) on etcd;
 # then the real peer clients from their registries (redis-py from PyPI, node-redlock from
 # npm, redsync and etcd's concurrency.Mutex from Go modules, etcdctl from Debian, Redisson
 # and Curator from Maven Central) contending with baton, each history judged by
@@ -69,13 +70,21 @@ xlang_java() {
     xlang_javac baton "$j/baton.pom.xml" "$j/baton" -Dbaton.version="$version"
 }
 
+fresh() {   # fresh FILE SOURCE…: FILE exists and no source is newer
+    local f=$1; shift
+    [[ -f $f && -z $(find "$@" -newer "$f" -print -quit) ]]
+}
 # The jar the jvm suite installed, unless a source is newer (then `scripts/package jvm`).
 xlang_jar_fresh() {
-    local version jar
+    local version
     version=$(workspace_version)
-    jar=${MAVEN_REPO:-$HOME/.m2/repository}/dev/baton/baton/$version/baton-$version.jar
-    [[ -f $jar && -z $(find "$ROOT"/{core,bindings-kotlin,bindings-support}/src "$ROOT"/bindings-kotlin/pom.xml \
-        "$ROOT/Cargo.lock" -newer "$jar" -print -quit) ]]
+    fresh "${MAVEN_REPO:-$HOME/.m2/repository}/dev/baton/baton/$version/baton-$version.jar" \
+        "$ROOT"/{core,bindings-kotlin,bindings-support}/src "$ROOT"/bindings-kotlin/pom.xml "$ROOT/Cargo.lock"
+}
+# The browser holder's wasm package, as the wasm suite built it (else `scripts/package wasm`).
+xlang_wasm_fresh() {
+    fresh "$ROOT/wasm/pkg/baton_wasm_bg.wasm" "$ROOT"/{core,wasm,bindings-support}/src "$ROOT"/wasm/js \
+        "$ROOT"/bindings-node/ts "$ROOT/Cargo.lock"
 }
 
 suite_xlang() {
@@ -86,6 +95,7 @@ suite_xlang() {
     command -v etcdctl >/dev/null || ensure_apt_packages etcd-client
     command -v javac >/dev/null || ensure_apt_packages default-jdk-headless
     command -v mvn >/dev/null || ensure_apt_packages maven
+    command -v chromium >/dev/null || ensure_apt_packages chromium   # the browser holder
     if [[ -z ${BATON_TEST_REDIS_URL:-} ]]; then   # run alone: the servers' URLs from their state dir
         local senv=${BATON_SERVICES_DIR:-/tmp/baton-services}/services.env
         [[ -f $senv ]] || die "no $senv: run the services suite first (scripts/test services xlang)"
@@ -104,6 +114,7 @@ suite_xlang() {
     [[ -n ${BATON_PYTHON_PACKED:-} ]] || pkgs+=(python)
     [[ -n ${BATON_NODE_PACKED:-} ]] || pkgs+=(node)
     xlang_jar_fresh || pkgs+=(jvm)
+    xlang_wasm_fresh || pkgs+=(wasm)
     (( ${#pkgs[@]} == 0 )) || step "packages: ${pkgs[*]} (scripts/package)" 60m "$ROOT/scripts/package" "${pkgs[@]}"
     # The CLI of the rust suite's test build (a no-op after that suite).
     test_build_cli
@@ -116,7 +127,7 @@ suite_xlang() {
     wait "$java_pid" || { cat "$XLANG_DIR/java-build.log" >&2; die "the JVM holders did not build"; }
     log "   Go peers and JVM holders ready, $(( SECONDS - t_bg ))s after they began"
     export BATON_XLANG_PYTHON="$XLANG_DIR/venv/bin/python" BATON_XLANG_NODE_DIR="$XLANG_DIR/node"
-    export BATON_XLANG_GO="$XLANG_DIR/go-holder"
+    export BATON_XLANG_GO="$XLANG_DIR/go-holder" BATON_XLANG_WASM_PKG="$ROOT/wasm/pkg"
     BATON_XLANG_JAVA_CP="$XLANG_DIR/redisson-classes:$(cat "$XLANG_DIR/redisson-classpath.txt")"
     BATON_XLANG_CURATOR_CP="$XLANG_DIR/curator-classes:$(cat "$XLANG_DIR/curator-classpath.txt")"
     BATON_XLANG_JAVA_BATON_CP="$XLANG_DIR/baton-classes:$(cat "$XLANG_DIR/baton-classpath.txt")"

@@ -39,6 +39,17 @@ def baton_everywhere(kind: str = "lock", per_lang: int = 2, cli: bool = True, **
     return hs
 
 
+def browser(store: str, kind: str = "lock", **extra: str) -> List[Holder]:
+    """On etcd, a holder in headless Chromium: the wasm package over the same etcd's JSON
+    gateway (`etcd+http://`, the browser's transport). The browser reaches no other store."""
+    if store != "etcd":
+        return []
+    url = os.environ.get("BATON_TEST_ETCD_HTTP_URL")
+    if not url:
+        raise SystemExit("xlang: BATON_TEST_ETCD_HTTP_URL not set: source the services' services.env")
+    return [Holder(f"browser-{kind}0", "browser", kind=kind, extra={"url": url, **extra})]
+
+
 def rw_holders() -> List[Holder]:
     return [Holder("py-write", "python", kind="write"), Holder("py-read", "python", kind="read"),
             Holder("node-write", "node", kind="write"), Holder("node-read", "node", kind="read", extra={"module": "cjs"}),
@@ -80,16 +91,19 @@ def plan(work: str) -> List[Callable[[], Outcome]]:
 
     for store, url in s.items():
         name = f"xlang-{RUN}/{store}"
-        add(f"{store} lock", lambda store=store, url=url, name=name: run(
-            store, "lock: rust cli + python + node + jvm", url, f"{name}/lock", baton_everywhere(), work))
+        web = " + browser" if browser(store) else ""
+        add(f"{store} lock", lambda store=store, url=url, name=name, web=web: run(
+            store, f"lock: rust cli + python + node + jvm{web}", url, f"{name}/lock",
+            baton_everywhere() + browser(store), work))
         if store == "redis-simple":
             continue  # `scheme` changes locks only: the other kinds are the default layout's
-        add(f"{store} semaphore", lambda store=store, url=url, name=name: run(
-            store, "semaphore of 2: python + node + jvm", url, f"{name}/sem", baton_everywhere("permit", permits="2"),
+        add(f"{store} semaphore", lambda store=store, url=url, name=name, web=web: run(
+            store, f"semaphore of 2: python + node + jvm{web}", url, f"{name}/sem",
+            baton_everywhere("permit", permits="2") + browser(store, "permit", permits="2"),
             work, hold_ms=60, limit=2, tokens="none"))
-        add(f"{store} rwlock", lambda store=store, url=url, name=name: run(
-            store, "rw lock: writers alone, python + node + jvm", url, f"{name}/rw", rw_holders(), work,
-            modes="rw", tokens="none"))
+        add(f"{store} rwlock", lambda store=store, url=url, name=name, web=web: run(
+            store, f"rw lock: writers alone, python + node + jvm{web}", url, f"{name}/rw",
+            rw_holders() + browser(store, "write"), work, modes="rw", tokens="none"))
 
     # Real peers, each from its own registry, both directions (they wait on baton, baton
     # waits on them), and `baton inspect` reading their holds.

@@ -13,6 +13,8 @@ The tools come from the environment the suite (scripts/suites/80-xlang.sh) prepa
     BATON_XLANG_CURATOR_CP the Curator holder's classpath (holders/java/curator, against
                            tests/curator's dependencies)
     ETCDCTL                etcdctl (default: from PATH)
+    BATON_XLANG_WASM_PKG   the browser holder's wasm package (default: wasm/pkg); Chromium
+                           from CHROMIUM (default: /usr/bin/chromium)
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ def command(h: Holder, url: str, name: str, history: str, n: int, hold_ms: int) 
         node_dir = env_tool("BATON_XLANG_NODE_DIR")
         entry = "holder.cjs" if h.extra.get("module") == "cjs" else "holder.mjs"
         return ["node", os.path.join(node_dir, entry), *a]
+    if h.lang == "browser":
+        return ["node", os.path.join(HOLDERS, "browser", "holder.mjs"), *a]
     if h.lang == "go":
         return [env_tool("BATON_XLANG_GO"), *a]
     if h.lang == "java" and h.via == "curator":

@@ -20,22 +20,25 @@ suite_wasm() {
     fi
     [[ -n ${BATON_TEST_ETCD_HTTP_URL:-} ]] || die "BATON_TEST_ETCD_HTTP_URL unset: run the services suite first"
     export BATON_TEST_ETCD_HTTP_URL
-    # scripts/test names the host target for every build; these name their own.
-    local -a cargo=(env -u CARGO_BUILD_TARGET cargo)
     if in_lane ahead wasm; then lane_wait ahead; else ahead_wasm; fi
-    step "cargo clippy (wasm32: the core with etcd-http)" 15m "${cargo[@]}" clippy -p baton --lib \
-        --no-default-features --features etcd-http --target wasm32-unknown-unknown -- -D warnings
-    step "cargo clippy (wasm32: baton-wasm)" 15m "${cargo[@]}" clippy \
-        -p baton-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
     step "wasm-bindgen-test in headless Chromium" 20m env CHROMEDRIVER=/usr/bin/chromedriver \
-        WASM_BINDGEN_TEST_TIMEOUT=300 "${cargo[@]}" test -p baton-wasm --target wasm32-unknown-unknown
+        WASM_BINDGEN_TEST_TIMEOUT=300 "${WASM_CARGO[@]}" test -p baton-wasm --target wasm32-unknown-unknown
     test_build_cli   # for the cross-runtime test
     step "browser pages, demo, cross-runtime, Node package" 10m env BATON_BIN="$TEST_BUILD_DIR/baton" \
         node "$ROOT/wasm/test/run.mjs"
 }
 
-# The packages' build needs no server: with the rust suite in the run, it runs in the
-# background from the end of that suite on (scripts/test, "the ahead lane").
-ahead_wasm() {
+# scripts/test names the host target for every build; these name their own.
+WASM_CARGO=(env -u CARGO_BUILD_TARGET cargo)
+
+# The builds need no server: with the rust suite in the run, they run in the background
+# from the end of that suite on (scripts/test, "the ahead lane").
+ahead_wasm() {   # the packages, clippy for wasm32, the browser tests' build
     step "scripts/package wasm" 20m env -u CARGO_BUILD_TARGET "$ROOT/scripts/package" wasm
+    step "cargo clippy (wasm32: the core with etcd-http)" 15m "${WASM_CARGO[@]}" clippy -p baton --lib \
+        --no-default-features --features etcd-http --target wasm32-unknown-unknown -- -D warnings
+    step "cargo clippy (wasm32: baton-wasm)" 15m "${WASM_CARGO[@]}" clippy \
+        -p baton-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
+    step "cargo test --no-run (wasm32: the browser tests)" 15m "${WASM_CARGO[@]}" test --no-run \
+        -p baton-wasm --target wasm32-unknown-unknown
 }

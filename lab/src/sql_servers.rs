@@ -258,8 +258,12 @@ impl OwnMariaDb {
         if is_root() {
             install.arg("--user=mysql");
         }
+        // The tmpdir is the server's own directory: a MariaDB starting up deletes the
+        // #sql* files of its tmpdir, so servers sharing /tmp delete each other's temporary
+        // tables (mariadb-install-db failed so: "Could not remove temporary table").
         install
             .arg(format!("--datadir={}", dir.path().join("data").display()))
+            .arg(format!("--tmpdir={}", dir.path().display()))
             .args(["--skip-test-db", "--auth-root-authentication-method=normal"]);
         run(install, "mariadb-install-db").await?;
         let tls = tls.map(|t| own_tls_files(dir.path(), "mysql", t)).transpose()?;
@@ -308,6 +312,7 @@ impl OwnMariaDb {
             c.arg("--user=mysql");
         }
         c.arg(format!("--datadir={}", d.join("data").display()))
+            .arg(format!("--tmpdir={}", d.display()))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--port={}", self.port))
             .arg(format!("--socket={}", d.join("sock").display()))

@@ -231,13 +231,36 @@ function nodeSample(url) {
     r.status === 0 ? r.stdout.trim().split('\n').length + ' lines' : `${r.stdout}\n${r.stderr}`);
 }
 
-/** Not a check: `baton bench`'s scenarios in the page, printed for BENCHMARKS.md. */
+/**
+ * Not a check: `baton bench`'s uncontended and hand-off scenarios in the page and in the
+ * native CLI (BATON_BIN: build it in release for figures) on the same store, in
+ * alternating rounds (BATON_BENCH_ROUNDS, default 3), printed for BENCHMARKS.md as the
+ * median of each side and of the per-round ratios (browser / native, p50).
+ */
 async function benchPage(b, base, url) {
-  await b.open(`${base}/test/bench.html?url=${encodeURIComponent(url)}`);
-  const r = await b.until('window.__bench', 120_000);
+  const rounds = Number(process.env.BATON_BENCH_ROUNDS ?? 3);
+  const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+  const rows = [];
+  for (let i = 0; i < rounds; i++) {
+    await b.open(`${base}/test/bench.html?url=${encodeURIComponent(url)}`);
+    const web = await b.until('window.__bench', 120_000);
+    const nat = spawnSync(BATON, ['bench', '--url', url, '--json', '--iterations', '2000', '--duration', '3s'],
+      { encoding: 'utf8', timeout: 120_000 });
+    if (nat.status !== 0) throw new Error(`baton bench: ${nat.stderr}`);
+    const sc = Object.fromEntries(JSON.parse(nat.stdout).scenarios.map((x) => [x.name, x]));
+    const row = { load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
+      web: { p50: web.uncontended.p50, ops: web.uncontended.opsPerS, handoff: web.handoff.p50 },
+      native: { p50: sc.uncontended_1.p50_us / 1000, ops: sc.uncontended_1.ops_per_sec, handoff: sc.handoff.p50_us / 1000 } };
+    rows.push(row);
+    console.log(`bench round ${i + 1} (load ${row.load}): ${JSON.stringify(row)}`);
+  }
   const ms = (x) => `${x.toFixed(2)} ms`;
-  console.log(`bench ${url}: uncontended ${r.uncontended.n} ops, ${Math.round(r.uncontended.opsPerS)} ops/s, ` +
-    `p50 ${ms(r.uncontended.p50)}; hand-off ${r.handoff.n}, p50 ${ms(r.handoff.p50)}`);
+  const side = (k, f) => median(rows.map((r) => r[k][f]));
+  const ratio = (f) => median(rows.map((r) => r.web[f] / r.native[f]));
+  console.log(`bench ${url}, ${rounds} rounds, load ${Math.min(...rows.map((r) => r.load))}–${Math.max(...rows.map((r) => r.load))}:`);
+  console.log(`| acquire+release, 1 task, p50 | ${ms(side('web', 'p50'))} (${Math.round(side('web', 'ops'))} ops/s) | ` +
+    `${ms(side('native', 'p50'))} (${Math.round(side('native', 'ops'))} ops/s) | ×${ratio('p50').toFixed(2)} |`);
+  console.log(`| hand-off p50 | ${ms(side('web', 'handoff'))} | ${ms(side('native', 'handoff'))} | ×${ratio('handoff').toFixed(2)} |`);
 }
 
 const only = process.argv.slice(2);

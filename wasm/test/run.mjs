@@ -249,7 +249,8 @@ async function benchPage(b, base, url) {
     if (nat.status !== 0) throw new Error(`baton bench: ${nat.stderr}`);
     const sc = Object.fromEntries(JSON.parse(nat.stdout).scenarios.map((x) => [x.name, x]));
     const row = { load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
-      web: { p50: web.uncontended.p50, ops: web.uncontended.opsPerS, handoff: web.handoff.p50 },
+      web: { p50: web.uncontended.p50, ops: web.uncontended.opsPerS, handoff: web.handoff.p50,
+        requests: web.uncontended.requestsPerCycle, fetch: web.bareFetch?.p50 ?? NaN },
       native: { p50: sc.uncontended_1.p50_us / 1000, ops: sc.uncontended_1.ops_per_sec, handoff: sc.handoff.p50_us / 1000 } };
     rows.push(row);
     console.log(`bench round ${i + 1} (load ${row.load}): ${JSON.stringify(row)}`);
@@ -261,6 +262,8 @@ async function benchPage(b, base, url) {
   console.log(`| acquire+release, 1 task, p50 | ${ms(side('web', 'p50'))} (${Math.round(side('web', 'ops'))} ops/s) | ` +
     `${ms(side('native', 'p50'))} (${Math.round(side('native', 'ops'))} ops/s) | ×${ratio('p50').toFixed(2)} |`);
   console.log(`| hand-off p50 | ${ms(side('web', 'handoff'))} | ${ms(side('native', 'handoff'))} | ×${ratio('handoff').toFixed(2)} |`);
+  console.log(`the page's floor: ${side('web', 'requests')} requests a cycle; one bare fetch() to the gateway, p50 ` +
+    `${ms(side('web', 'fetch'))}: ${ms(side('web', 'requests') * side('web', 'fetch'))} a cycle`);
 }
 
 const only = process.argv.slice(2);

@@ -50,9 +50,18 @@ def loadavg() -> List[float]:
         return [0.0, 0.0, 0.0]
 
 
+# `--pin`: the CPUs every side runs on (`taskset -c`), the servers being on CPU 0; empty: unpinned.
+SIDE_CPUS = ""
+
+
+def pinned(cmd: List[str]) -> List[str]:
+    """`cmd` on the sides' CPUs when the run is pinned (its children inherit them)."""
+    return ["taskset", "-c", SIDE_CPUS, *cmd] if SIDE_CPUS else cmd
+
+
 def run_json(cmd: List[str]) -> Dict[str, Any]:
     """Runs a side; its stdout is one JSON object (on one line, or the whole output)."""
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    out = subprocess.run(pinned(cmd), capture_output=True, text=True, timeout=RUN_TIMEOUT)
     if out.returncode != 0:
         raise RuntimeError(f"{Path(cmd[0]).name} exited {out.returncode}: {out.stderr.strip()[-800:]}")
     text = out.stdout.strip()
@@ -115,7 +124,7 @@ class Runner:
         before, t0 = loadavg(), time.time()
         row: Dict[str, Any] = {"round": rnd, "peer": peer, "label": label, "side": side, "store": store,
                                "target": target,
-                               "busy": self.a.busy, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)),
+                               "busy": self.a.busy, "pin": self.a.pin, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)),
                                "loadavg": before}
         try:
             row["scenarios"] = fn()
@@ -240,8 +249,8 @@ class Floor:
     def bench(self, args: List[str]) -> Dict[str, float]:
         # About the scenario's duration at a few thousand calls a second.
         n = max(1000, min(self.a.iterations, int(self.a.duration * 3000)))
-        out = subprocess.run(["redis-benchmark", "-h", self.host, "-p", self.port, "-c", "1", "-n", str(n),
-                              "-r", "100000000", "--csv", *args], capture_output=True, text=True,
+        out = subprocess.run(pinned(["redis-benchmark", "-h", self.host, "-p", self.port, "-c", "1", "-n", str(n),
+                                     "-r", "100000000", "--csv", *args]), capture_output=True, text=True,
                              timeout=RUN_TIMEOUT, check=True).stdout.strip().splitlines()
         row = next(x for x in reversed(out) if x.startswith('"') and not x.startswith('"test"'))
         cols = [c.strip('"') for c in row.split(",")]
@@ -343,9 +352,13 @@ def summary_md(rows: List[Dict[str, Any]]) -> str:
     rounds = sorted({r["round"] for r in rows})
     loads = [r["loadavg"][0] for r in rows]
     busy = any(r.get("busy") for r in rows)
+    pins = sorted({r.get("pin") or "" for r in rows})
+    pin = {"same": "; servers and clients pinned to CPU 0 (--pin same)",
+           "split": "; servers pinned to CPU 0, clients to the others (--pin split)"}.get(pins[0], "") \
+        if len(pins) == 1 else f"; pinned: {', '.join(x or 'no' for x in pins)}"
     out = [f"{len(rounds)} round(s), {rows[0]['started'] if rows else '?'} – {rows[-1]['started'] if rows else '?'}; "
            f"load average (1 min) {min(loads, default=0):.1f}–{max(loads, default=0):.1f}"
-           f"{'; one core kept busy (--busy)' if busy else ''}. Medians over rounds; ratio = baton / peer "
+           f"{'; one core kept busy (--busy)' if busy else ''}{pin}. Medians over rounds; ratio = baton / peer "
            "per round (median, range): > 1 is baton ahead; hand-off: how many times lower baton's p50 is.", ""]
     out += ["| baton (side) vs peer | 1 task: cycles/s | ratio | 64 tasks: cycles/s | ratio | hand-off p50 | ratio |",
             "|---|---|---|---|---|---|---|"]
@@ -486,6 +499,7 @@ def report(out: Path) -> List[Path]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    global SIDE_CPUS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
@@ -503,10 +517,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("--handoff-max", type=int, default=100)
     r.add_argument("--sides", default="rust")
     r.add_argument("--busy", action="store_true")
+    r.add_argument("--pin", default="", choices=["", "same", "split"])
+    r.add_argument("--side-cpus", default="")
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     if a.cmd == "run":
+        SIDE_CPUS = a.side_cpus if a.pin else ""
         Runner(a).run()
     else:
         for f in report(Path(a.out)):

@@ -42,6 +42,26 @@ class Report(unittest.TestCase):
         self.assertIn("3 round(s)", md)
         self.assertIn("load average (1 min) 4.0–6.0", md)
 
+    def test_summary_names_the_placement(self) -> None:
+        md = (self.dir / "summary.md").read_text()
+        self.assertNotIn("pinned", md)  # the sample's rounds carry no "pin"
+        rows = bench_peers.read_rounds(self.dir / "rounds.jsonl")
+        for r in rows:
+            r["pin"] = "split"
+        self.assertIn("servers pinned to CPU 0, clients to the others (--pin split)", bench_peers.summary_md(rows))
+        rows[0]["pin"] = "same"
+        self.assertIn("pinned: same, split", bench_peers.summary_md(rows))
+
+    def test_pinned_sides_run_under_taskset(self) -> None:
+        saved = bench_peers.SIDE_CPUS
+        try:
+            bench_peers.SIDE_CPUS = ""
+            self.assertEqual(bench_peers.pinned(["baton", "bench"]), ["baton", "bench"])
+            bench_peers.SIDE_CPUS = "1-3"
+            self.assertEqual(bench_peers.pinned(["baton", "bench"]), ["taskset", "-c", "1-3", "baton", "bench"])
+        finally:
+            bench_peers.SIDE_CPUS = saved
+
     def test_floor_table_and_failures(self) -> None:
         md = (self.dir / "summary.md").read_text()
         floor = next(x for x in md.splitlines() if x.startswith("| simple |"))

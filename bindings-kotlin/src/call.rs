@@ -20,6 +20,30 @@ where
     baton::rt::in_context(fut).await.map_err(FfiError::from)
 }
 
+/// Runs `fut` on the calling JVM thread until it completes (`baton::rt::block_on`): for the
+/// Java surface's calls that need one store answer and no wait. Against a suspending call
+/// under `runBlocking`, the answer wakes this thread directly, with no JNA upcall and no
+/// coroutine dispatch: two of the binding's costs per call.
+pub(crate) fn block<T, F>(fut: F) -> Result<T, FfiError>
+where
+    F: Future<Output = Result<T>>,
+{
+    baton::rt::block_on(fut).map_err(FfiError::from)
+}
+
+/// One attempt, blocking the calling thread: the first step of a Java blocking acquire
+/// (a grant, or null for the suspending wait to follow). `timeout_ms` is checked first, as
+/// the acquire this begins would check it.
+pub(crate) fn attempt<G, F>(timeout_ms: f64, attempt: F) -> Result<Option<G>, FfiError>
+where
+    F: Future<Output = Result<Option<G>>>,
+{
+    block(async move {
+        timeout(timeout_ms)?;
+        attempt.await
+    })
+}
+
 /// A wait limit in milliseconds (`timeout`), validated as in every binding; `+∞` is none
 /// (a plain `f64` crosses JNA without the buffer an optional needs, on every acquire).
 pub(crate) fn timeout(ms: f64) -> Result<Option<Duration>> {

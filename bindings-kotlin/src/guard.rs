@@ -27,6 +27,16 @@ macro_rules! guard_methods {
                 $crate::call::run(self.cell.clone().release(false)).await
             }
 
+            /// [`release`](Self::release), blocking the calling thread (`call::block`).
+            pub fn release_blocking(&self) -> Result<(), $crate::errors::FfiError> {
+                $crate::call::block(self.cell.clone().release(true))
+            }
+
+            /// [`dispose`](Self::dispose), blocking the calling thread (`call::block`).
+            pub fn dispose_blocking(&self) -> Result<(), $crate::errors::FfiError> {
+                $crate::call::block(self.cell.clone().release(false))
+            }
+
             /// Whether `release()` (or `dispose()`) was called.
             pub fn is_released(&self) -> bool {
                 self.cell.is_released()

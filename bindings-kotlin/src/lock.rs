@@ -23,6 +23,11 @@ macro_rules! lock_class {
             pub(crate) fn new(inner: baton::Result<$Core>, name: String) -> Arc<$T> {
                 Arc::new($T { inner, name, _live: Live::new() })
             }
+
+            fn once(&self) -> impl Future<Output = baton::Result<Option<Arc<LockGuard>>>> + Send + 'static {
+                let lock = self.inner.clone();
+                async move { Ok(lock?.try_acquire().await?.map(LockGuard::new)) }
+            }
         }
 
         #[uniffi::export]
@@ -53,8 +58,13 @@ macro_rules! lock_class {
 
             /// One attempt: null when someone else holds the lock.
             pub async fn try_acquire(&self) -> Result<Option<Arc<LockGuard>>, FfiError> {
-                let lock = self.inner.clone();
-                call::run(async move { Ok(lock?.try_acquire().await?.map(LockGuard::new)) }).await
+                call::run(self.once()).await
+            }
+
+            /// [`try_acquire`](Self::try_acquire), blocking the calling thread, after
+            /// checking `timeout_ms` (`call::attempt`).
+            pub fn attempt(&self, timeout_ms: f64) -> Result<Option<Arc<LockGuard>>, FfiError> {
+                call::attempt(timeout_ms, self.once())
             }
 
             /// Holders, waiters and the last token of this lock.

@@ -20,6 +20,11 @@ impl MultiLock {
     pub(crate) fn new(inner: baton::MultiLock) -> Arc<MultiLock> {
         Arc::new(MultiLock { inner, _live: Live::new() })
     }
+
+    fn once(&self) -> impl Future<Output = baton::Result<Option<Arc<MultiGuard>>>> + Send + 'static {
+        let multi = self.inner.clone();
+        async move { Ok(multi.try_acquire().await?.map(MultiGuard::new)) }
+    }
 }
 
 #[uniffi::export]
@@ -44,8 +49,13 @@ impl MultiLock {
 
     /// One attempt at each: null (and nothing held) if any is busy.
     pub async fn try_acquire(&self) -> Result<Option<Arc<MultiGuard>>, FfiError> {
-        let multi = self.inner.clone();
-        call::run(async move { Ok(multi.try_acquire().await?.map(MultiGuard::new)) }).await
+        call::run(self.once()).await
+    }
+
+    /// [`try_acquire`](Self::try_acquire), blocking the calling thread, after checking
+    /// `timeout_ms` (`call::attempt`).
+    pub fn attempt(&self, timeout_ms: f64) -> Result<Option<Arc<MultiGuard>>, FfiError> {
+        call::attempt(timeout_ms, self.once())
     }
 }
 

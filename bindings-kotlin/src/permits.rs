@@ -22,6 +22,11 @@ impl PermitSemaphore {
     pub(crate) fn new(inner: baton::Result<baton::PermitSemaphore>, name: String) -> Arc<PermitSemaphore> {
         Arc::new(PermitSemaphore { inner, name, _live: Live::new() })
     }
+
+    fn once(&self) -> impl Future<Output = baton::Result<Option<Arc<Permit>>>> + Send + 'static {
+        let sem = self.inner.clone();
+        async move { Ok(sem?.try_acquire().await?.map(Permit::new)) }
+    }
 }
 
 #[uniffi::export]
@@ -52,8 +57,13 @@ impl PermitSemaphore {
 
     /// One attempt: null when no permit is free.
     pub async fn try_acquire(&self) -> Result<Option<Arc<Permit>>, FfiError> {
-        let sem = self.inner.clone();
-        call::run(async move { Ok(sem?.try_acquire().await?.map(Permit::new)) }).await
+        call::run(self.once()).await
+    }
+
+    /// [`try_acquire`](Self::try_acquire), blocking the calling thread, after checking
+    /// `timeout_ms` (`call::attempt`).
+    pub fn attempt(&self, timeout_ms: f64) -> Result<Option<Arc<Permit>>, FfiError> {
+        call::attempt(timeout_ms, self.once())
     }
 
     /// Releases the permit `id`, whoever acquired it (`NotHeld` if no live permit has it).

@@ -20,6 +20,16 @@ impl RwLock {
     pub(crate) fn new(inner: baton::Result<baton::RwLock>, name: String) -> Arc<RwLock> {
         Arc::new(RwLock { inner, name, _live: Live::new() })
     }
+
+    /// One attempt at the write hold (`write`) or a read hold.
+    fn once(&self, write: bool) -> impl Future<Output = baton::Result<Option<Arc<LockGuard>>>> + Send + 'static {
+        let rw = self.inner.clone();
+        async move {
+            let rw = rw?;
+            let g = if write { rw.try_write().await } else { rw.try_read().await };
+            Ok(g?.map(LockGuard::new))
+        }
+    }
 }
 
 #[uniffi::export]
@@ -59,14 +69,24 @@ impl RwLock {
 
     /// One attempt at a read hold.
     pub async fn try_read(&self) -> Result<Option<Arc<LockGuard>>, FfiError> {
-        let rw = self.inner.clone();
-        call::run(async move { Ok(rw?.try_read().await?.map(LockGuard::new)) }).await
+        call::run(self.once(false)).await
+    }
+
+    /// [`try_read`](Self::try_read), blocking the calling thread, after checking
+    /// `timeout_ms` (`call::attempt`).
+    pub fn attempt_read(&self, timeout_ms: f64) -> Result<Option<Arc<LockGuard>>, FfiError> {
+        call::attempt(timeout_ms, self.once(false))
     }
 
     /// One attempt at the write hold.
     pub async fn try_write(&self) -> Result<Option<Arc<LockGuard>>, FfiError> {
-        let rw = self.inner.clone();
-        call::run(async move { Ok(rw?.try_write().await?.map(LockGuard::new)) }).await
+        call::run(self.once(true)).await
+    }
+
+    /// [`try_write`](Self::try_write), blocking the calling thread, after checking
+    /// `timeout_ms` (`call::attempt`).
+    pub fn attempt_write(&self, timeout_ms: f64) -> Result<Option<Arc<LockGuard>>, FfiError> {
+        call::attempt(timeout_ms, self.once(true))
     }
 
     /// Holders (readers and writer), waiting writers and the last token.

@@ -23,6 +23,14 @@ impl Semaphore {
     pub(crate) fn new(inner: baton::Result<baton::Semaphore>, name: String) -> Arc<Semaphore> {
         Arc::new(Semaphore { inner, name, _live: Live::new() })
     }
+
+    fn once(&self, n: i64) -> impl Future<Output = baton::Result<Option<Arc<Permit>>>> + Send + 'static {
+        let sem = self.inner.clone();
+        async move {
+            let n = count("count", n)?;
+            Ok(sem?.try_acquire_many(n).await?.map(Permit::new))
+        }
+    }
 }
 
 #[uniffi::export]
@@ -54,12 +62,13 @@ impl Semaphore {
 
     /// One attempt at `n` permits: null when not enough are free.
     pub async fn try_acquire(&self, n: i64) -> Result<Option<Arc<Permit>>, FfiError> {
-        let sem = self.inner.clone();
-        call::run(async move {
-            let n = count("count", n)?;
-            Ok(sem?.try_acquire_many(n).await?.map(Permit::new))
-        })
-        .await
+        call::run(self.once(n)).await
+    }
+
+    /// [`try_acquire`](Self::try_acquire), blocking the calling thread, after checking
+    /// `timeout_ms` (`call::attempt`).
+    pub fn attempt(&self, n: i64, timeout_ms: f64) -> Result<Option<Arc<Permit>>, FfiError> {
+        call::attempt(timeout_ms, self.once(n))
     }
 
     /// Permits free right now.

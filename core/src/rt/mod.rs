@@ -13,7 +13,7 @@ mod native;
 #[cfg(not(target_family = "wasm"))]
 pub(crate) use self::native::{AbortOnDrop, Rt, fork_generation};
 #[cfg(not(target_family = "wasm"))]
-pub use self::native::{catch_panics, global, in_context, run};
+pub use self::native::{block_on, catch_panics, global, in_context, run};
 // The seam's whole surface: builds without some stores use only part of it.
 #[cfg(not(target_family = "wasm"))]
 #[allow(unused_imports)]

@@ -140,6 +140,25 @@ where
 
 struct InContext<F: Future>(Option<std::pin::Pin<Box<F>>>);
 
+/// Polls `fut` on the calling thread until it completes, blocking that thread, in the
+/// shared runtime's context (its workers drive the sockets); a panic inside becomes a
+/// `Backend` error. For a host thread's blocking call that needs one store answer and no
+/// wait (the JVM's `tryAcquireBlocking`, a release): against awaiting [`in_context`]
+/// through the host's own future machinery, the answer wakes this thread directly. On a
+/// thread that runs an async runtime it is a `Backend` error, not a panic: blocking there
+/// would stall that runtime.
+pub fn block_on<T, F>(fut: F) -> Result<T>
+where
+    F: Future<Output = Result<T>>,
+{
+    if Handle::try_current().is_ok() {
+        return Err(Error::backend(
+            "a blocking call on an async runtime's thread: use the asynchronous form of this call there",
+        ));
+    }
+    global().block_on(CatchPanics(Box::pin(fut)))
+}
+
 impl<T, F: Future<Output = Result<T>>> Future for InContext<F> {
     type Output = Result<T>;
 
@@ -212,6 +231,21 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use crate::{Client, ErrorKind};
+
+    /// `block_on` answers on the calling thread, turns a panic into `Backend`, and refuses
+    /// (an error, not a panic) on a thread that runs a runtime.
+    #[test]
+    fn block_on_answers_and_never_panics() {
+        let client = super::block_on(Client::connect("memory://block-on")).unwrap();
+        let guard = super::block_on(client.lock("x").try_acquire()).unwrap().expect("free");
+        assert!(super::block_on(client.lock("x").try_acquire()).unwrap().is_none());
+        super::block_on(guard.release()).unwrap();
+        let e = super::block_on(async { if true { panic!("boom") } else { Ok(()) } }).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Backend);
+        assert!(e.to_string().contains("boom"), "{e}");
+        let inside = super::global().block_on(async { super::block_on(async { Ok(()) }) });
+        assert_eq!(inside.unwrap_err().kind(), ErrorKind::Backend);
+    }
 
     /// After fork() the child gets a working runtime of its own, and a client made
     /// before the fork reports `Closed` there instead of hanging on the parent's threads.

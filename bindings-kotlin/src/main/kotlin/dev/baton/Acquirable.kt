@@ -16,6 +16,21 @@ abstract class Acquirable<G : Guard> internal constructor() {
     internal abstract suspend fun rawAcquire(timeoutMs: Double): G
     internal abstract suspend fun rawTryAcquire(): G?
 
+    /** One attempt, blocking the calling thread, after checking [timeoutMs] as [rawAcquire] would. */
+    internal abstract fun rawAttempt(timeoutMs: Double): G?
+
+    /**
+     * The first step of a blocking acquire: one attempt made on this thread, which the
+     * store's answer wakes directly (no suspension, no coroutine dispatch: the Java
+     * surface's uncontended cycle). A thread interrupted already gets
+     * `InterruptedException` (its status cleared) and takes nothing, as
+     * `java.util.concurrent.locks.Lock.lockInterruptibly` does.
+     */
+    private fun attemptHere(timeoutMs: Double): G? {
+        if (Thread.interrupted()) throw InterruptedException()
+        return native { rawAttempt(timeoutMs) }
+    }
+
     /**
      * Waits for the grant, at most [timeout] (then [BatonException.Timeout]); null or
      * `Duration.INFINITE` waits as long as it takes.
@@ -49,17 +64,24 @@ abstract class Acquirable<G : Guard> internal constructor() {
         }
     }
 
-    /** Waits for the grant, blocking the thread (interruptible: then nothing is held). */
+    /**
+     * Waits for the grant, blocking the thread (interruptible: then nothing is held). A
+     * free grant is taken by one attempt on this thread; a busy one is waited for as
+     * [acquire] waits.
+     */
     @Throws(InterruptedException::class)
-    fun acquireBlocking(): G = blocking { acquire() }
+    fun acquireBlocking(): G = acquireBlocking(null)
 
     /** Waits at most [timeout] for the grant, blocking the thread (interruptible). */
     @Throws(InterruptedException::class)
-    fun acquireBlocking(timeout: java.time.Duration?): G = blocking { native { rawAcquire(timeout.limit()) } }
+    fun acquireBlocking(timeout: java.time.Duration?): G {
+        val limit = timeout.limit()
+        return attemptHere(limit) ?: blocking { native { rawAcquire(limit) } }
+    }
 
     /** One attempt, blocking the thread: null when it is not free. */
     @Throws(InterruptedException::class)
-    fun tryAcquireBlocking(): G? = blocking { tryAcquire() }
+    fun tryAcquireBlocking(): G? = attemptHere(Double.POSITIVE_INFINITY)
 
     /** The grant as a future; cancelling the future cancels the wait. */
     @JvmOverloads
@@ -74,6 +96,7 @@ class Lock internal constructor(private val raw: dev.baton.ffi.Lock) : Acquirabl
 
     override suspend fun rawAcquire(timeoutMs: Double) = LockGuard(raw.acquire(timeoutMs), name)
     override suspend fun rawTryAcquire() = raw.tryAcquire()?.let { LockGuard(it, name) }
+    override fun rawAttempt(timeoutMs: Double) = raw.attempt(timeoutMs)?.let { LockGuard(it, name) }
 
     /** Holders, waiters and the last token of this lock. */
     suspend fun inspect(): Inspection = native { raw.inspect() }
@@ -86,6 +109,7 @@ class FairLock internal constructor(private val raw: dev.baton.ffi.FairLock) : A
 
     override suspend fun rawAcquire(timeoutMs: Double) = LockGuard(raw.acquire(timeoutMs), name)
     override suspend fun rawTryAcquire() = raw.tryAcquire()?.let { LockGuard(it, name) }
+    override fun rawAttempt(timeoutMs: Double) = raw.attempt(timeoutMs)?.let { LockGuard(it, name) }
 
     /** Holders, waiters and the last token of this lock. */
     suspend fun inspect(): Inspection = native { raw.inspect() }
@@ -98,6 +122,7 @@ class MultiLock internal constructor(private val raw: dev.baton.ffi.MultiLock) :
 
     override suspend fun rawAcquire(timeoutMs: Double) = MultiGuard(raw.acquire(timeoutMs))
     override suspend fun rawTryAcquire() = raw.tryAcquire()?.let(::MultiGuard)
+    override fun rawAttempt(timeoutMs: Double) = raw.attempt(timeoutMs)?.let(::MultiGuard)
 }
 
 /** A snapshot of one name on a store (holders, waiters, last fencing token). */

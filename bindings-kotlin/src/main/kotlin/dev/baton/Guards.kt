@@ -15,6 +15,8 @@ abstract class Guard internal constructor() : AutoCloseable {
     internal abstract val raw: dev.baton.ffi.Disposable
     internal abstract suspend fun rawRelease()
     internal abstract suspend fun rawDispose()
+    internal abstract fun rawReleaseBlocking()
+    internal abstract fun rawDisposeBlocking()
     internal abstract fun rawIsLost(): Boolean
     internal abstract fun rawIsReleased(): Boolean
     internal abstract suspend fun rawLost(): Boolean
@@ -25,18 +27,25 @@ abstract class Guard internal constructor() : AutoCloseable {
     private var releasedHere = false
 
     /** Gives the grant back; `LockLost` if the lease had been lost, `NotHeld` if released already. */
-    suspend fun release() {
+    suspend fun release() = answered { rawRelease() }
+
+    /**
+     * [release], blocking the calling thread for the store's answer (one request, bounded
+     * by the store's response timeout; not interruptible, as a release half done would
+     * help no one).
+     */
+    fun releaseBlocking() = answered { rawReleaseBlocking() }
+
+    /** Runs a release call, noting that it came back either way (not when cancelled). */
+    private inline fun answered(call: () -> Unit) {
         try {
-            native { rawRelease() }
+            native(call)
         } catch (e: BatonException) {
             releasedHere = true
             throw e
         }
         releasedHere = true
     }
-
-    /** [release], blocking the calling thread. */
-    fun releaseBlocking() = blocking { release() }
 
     /** Whether the lease is known to be lost. */
     val isLost: Boolean get() = native { rawIsLost() }
@@ -61,7 +70,7 @@ abstract class Guard internal constructor() : AutoCloseable {
      */
     override fun close() {
         try {
-            if (!releasedHere && !native { rawIsReleased() }) blocking { native { rawDispose() } }
+            if (!releasedHere && !native { rawIsReleased() }) native { rawDisposeBlocking() }
         } finally {
             raw.destroy()
         }
@@ -97,6 +106,8 @@ class LockGuard internal constructor(
 
     override suspend fun rawRelease() = raw.release()
     override suspend fun rawDispose() = raw.dispose()
+    override fun rawReleaseBlocking() = raw.releaseBlocking()
+    override fun rawDisposeBlocking() = raw.disposeBlocking()
     override fun rawIsLost() = raw.isLost()
     override fun rawIsReleased() = raw.isReleased()
     override suspend fun rawLost() = raw.lost()
@@ -125,6 +136,8 @@ class Permit internal constructor(override val raw: dev.baton.ffi.Permit) : Guar
 
     override suspend fun rawRelease() = raw.release()
     override suspend fun rawDispose() = raw.dispose()
+    override fun rawReleaseBlocking() = raw.releaseBlocking()
+    override fun rawDisposeBlocking() = raw.disposeBlocking()
     override fun rawIsLost() = raw.isLost()
     override fun rawIsReleased() = raw.isReleased()
     override suspend fun rawLost() = raw.lost()
@@ -141,6 +154,8 @@ class MultiGuard internal constructor(override val raw: dev.baton.ffi.MultiGuard
 
     override suspend fun rawRelease() = raw.release()
     override suspend fun rawDispose() = raw.dispose()
+    override fun rawReleaseBlocking() = raw.releaseBlocking()
+    override fun rawDisposeBlocking() = raw.disposeBlocking()
     override fun rawIsLost() = raw.isLost()
     override fun rawIsReleased() = raw.isReleased()
     override suspend fun rawLost() = raw.lost()

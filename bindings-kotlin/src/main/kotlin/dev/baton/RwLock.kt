@@ -11,12 +11,14 @@ class RwLock internal constructor(private val raw: dev.baton.ffi.RwLock) {
     val readLock: Acquirable<LockGuard> = object : Acquirable<LockGuard>() {
         override suspend fun rawAcquire(timeoutMs: Double) = LockGuard(raw.read(timeoutMs), name)
         override suspend fun rawTryAcquire() = raw.tryRead()?.let { LockGuard(it, name) }
+        override fun rawAttempt(timeoutMs: Double) = raw.attemptRead(timeoutMs)?.let { LockGuard(it, name) }
     }
 
     /** The write side as a handle. */
     val writeLock: Acquirable<LockGuard> = object : Acquirable<LockGuard>() {
         override suspend fun rawAcquire(timeoutMs: Double) = LockGuard(raw.write(timeoutMs), name)
         override suspend fun rawTryAcquire() = raw.tryWrite()?.let { LockGuard(it, name) }
+        override fun rawAttempt(timeoutMs: Double) = raw.attemptWrite(timeoutMs)?.let { LockGuard(it, name) }
     }
 
     /** Waits for a shared hold. */

@@ -13,6 +13,7 @@ class Semaphore internal constructor(private val raw: dev.baton.ffi.Semaphore) :
 
     override suspend fun rawAcquire(timeoutMs: Double) = Permit(raw.acquire(1, timeoutMs))
     override suspend fun rawTryAcquire() = raw.tryAcquire(1)?.let(::Permit)
+    override fun rawAttempt(timeoutMs: Double) = raw.attempt(1, timeoutMs)?.let(::Permit)
 
     /** Waits for [count] permits at once, at most [timeout]. */
     suspend fun acquire(count: Int, timeout: Duration? = null): Permit =
@@ -47,6 +48,7 @@ class PermitSemaphore internal constructor(private val raw: dev.baton.ffi.Permit
 
     override suspend fun rawAcquire(timeoutMs: Double) = Permit(raw.acquire(timeoutMs, null))
     override suspend fun rawTryAcquire() = raw.tryAcquire()?.let(::Permit)
+    override fun rawAttempt(timeoutMs: Double) = raw.attempt(timeoutMs)?.let(::Permit)
 
     /** Waits for a permit that expires [lease] after the grant unless extended. */
     suspend fun acquireLease(lease: Duration): Permit = native { Permit(raw.acquire(Double.POSITIVE_INFINITY, lease.ms())) }

@@ -184,6 +184,31 @@ class BehaviourTest {
             rw.writeLock.acquireBlocking().use {
                 Baton.connectBlocking(url).use { other -> assertNull(other.rwLock(rw.name).readLock.tryAcquireBlocking()) }
             }
+            // Each handle kind's blocking attempt (made on the calling thread) grants, and a
+            // released or closed grant is free again for the suspending form.
+            val grants = listOf(
+                client.lock(Stores.name("ja")), client.fairLock(Stores.name("jf")), rw.readLock, rw.writeLock,
+                client.semaphore(Stores.name("js"), 1), client.permitSemaphore(Stores.name("jp"), 1),
+                client.multiLock(listOf(Stores.name("jm1"), Stores.name("jm2"))),
+            )
+            for ((i, handle) in grants.withIndex()) {
+                val first = handle.tryAcquireBlocking() ?: error("handle $i: not granted")
+                if (i % 2 == 0) {
+                    first.releaseBlocking()
+                    assertThrows<BatonException.NotHeld> { first.releaseBlocking() }
+                }
+                first.close()
+                val again = runBlocking { handle.tryAcquire() } ?: error("handle $i: not free after the release")
+                again.close()
+            }
+            // A thread interrupted already takes nothing, even a free lock, and its status is cleared.
+            val free = client.lock(Stores.name("jint"))
+            Thread.currentThread().interrupt()
+            assertThrows<InterruptedException> { free.acquireBlocking() }
+            Thread.currentThread().interrupt()
+            assertThrows<InterruptedException> { free.tryAcquireBlocking() }
+            assertFalse(Thread.interrupted())
+            assertTrue(client.inspectBlocking(free.name).holders.isEmpty())
         }
     }
 }

@@ -45,6 +45,31 @@ async fn fair_locks_and_latches_are_unsupported() {
     assert!(c.lock(&name).try_acquire().await.unwrap().is_some());
 }
 
+/// The nodes of a round answer the same token (the round's token floor is ahead of their
+/// clocks), so an uncontended cycle is two requests a node, the acquire and the release,
+/// with no write-back of the token between them; tokens still grow.
+#[tokio::test]
+async fn an_uncontended_cycle_is_two_requests_a_node() {
+    let c = Client::connect(&server()).await.unwrap();
+    let nodes = server().trim_start_matches("redlock://").split(',').count() as u64;
+    let lock = c.lock(&unique("rl-two-requests"));
+    // A first cycle loads the scripts on nodes that do not have them (`NOSCRIPT`, then
+    // `EVAL`: one request more on each).
+    let first = lock.acquire().await.unwrap();
+    let mut last = first.token().get();
+    first.release().await.unwrap();
+    for _ in 0..5 {
+        c.settled().await;
+        let before = c.store_round_trips().expect("redlock:// counts its requests");
+        let g = lock.acquire().await.unwrap();
+        assert!(g.token().get() > last, "tokens grow: {} after {last}", g.token().get());
+        last = g.token().get();
+        g.release().await.unwrap();
+        c.settled().await;
+        assert_eq!(c.store_round_trips().unwrap() - before, 2 * nodes, "requests of one cycle");
+    }
+}
+
 /// URL forms and options: checked before any node is asked.
 #[tokio::test]
 async fn url_forms_and_options() {

@@ -58,6 +58,7 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         queue_ttl_ms: millis(spec.queue_ttl),
         watchdog: matches!(spec.lease, crate::options::Lease::Watchdog { .. }),
         shared: !spec.own_holder,
+        token_floor: None,
     };
     let mut place = queued.then(|| QueuePlace::new(slot));
     let mut sub: Option<Box<dyn crate::store::Subscription>> = None;

@@ -173,6 +173,11 @@ pub(crate) struct Request {
     /// (Redlock) waits for them all, so that their release never overtakes it there.
     #[cfg_attr(not(feature = "redlock"), allow(dead_code))]
     pub(crate) shared: bool,
+    /// The least token a fresh grant may carry: `redlock://` proposes one to every node of
+    /// a round, a little ahead of their clocks, so that the nodes answer the same token and
+    /// none needs it written back. Read by the Redis layouts (`token.lua`); None elsewhere.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) token_floor: Option<u64>,
 }
 
 /// The answer to an attempt.

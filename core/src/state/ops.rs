@@ -144,6 +144,7 @@ mod tests {
             queue_ttl_ms: 500,
             watchdog: true,
             shared: false,
+            token_floor: None,
         }
     }
     /// The store's clock in µs at `ms`.

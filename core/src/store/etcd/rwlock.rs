@@ -205,6 +205,7 @@ mod tests {
             queue_ttl_ms: 5000,
             watchdog: true,
             shared: false,
+            token_floor: None,
         }
     }
 

@@ -138,6 +138,7 @@ mod tests {
             queue_ttl_ms: 5000,
             watchdog: true,
             shared: false,
+            token_floor: None,
         };
         // 5 used of 5; 3 wanted: only b's going is enough.
         for w in ["w1", "w2", "w3", "w4"] {

@@ -54,6 +54,7 @@ impl Redlock {
         let mut round = 0;
         loop {
             let start = Instant::now();
+            let req = &Request { token_floor: Some(token_floor()), ..req.clone() };
             let step = |n: Arc<Node>| {
                 let (key, req) = (key.clone(), req.clone());
                 async move { n.redis.acquire_counted(&key, &req).await }
@@ -238,6 +239,22 @@ fn granted(answers: &[Result<(Attempt, u64)>]) -> (u64, u32, bool) {
     let votes = |t: &u64| held.iter().filter(|x| *x == t).count();
     let token = held.iter().copied().max_by(|a, b| votes(a).cmp(&votes(b)).then(b.cmp(a))).unwrap_or(0);
     (token, held_count, false)
+}
+
+/// How far ahead of this client's clock a round's token floor is: more than the nodes'
+/// clocks differ from it (then they agree), little enough that a free name's counter,
+/// left above a node's clock, expires soon (`forget.lua`).
+const FLOOR_AHEAD_US: u64 = 250_000;
+
+/// The token floor of a round (`Request::token_floor`): this client's clock in µs plus
+/// [`FLOOR_AHEAD_US`]. Each node's counter starts from its own clock (`TIME`, in µs), so
+/// five nodes would answer five tokens and four would need the highest written back (a
+/// third request a cycle); a floor ahead of every node's clock makes them answer the same
+/// one. A node whose counter is above it (a client with a faster clock took the name)
+/// answers above it, and is written back to as before.
+fn token_floor() -> u64 {
+    let now = crate::rt::SystemTime::now().duration_since(crate::rt::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(now.as_micros()).unwrap_or(u64::MAX / 2).saturating_add(FLOOR_AHEAD_US)
 }
 
 #[cfg(test)]

@@ -43,4 +43,9 @@ impl Diagnostics for Redlock {
     async fn settled(&self) {
         join_all(self.nodes.iter().map(|n| n.behind.settled())).await;
     }
+
+    /// Requests sent to every node together.
+    fn round_trips(&self) -> Option<u64> {
+        self.nodes.iter().map(|n| n.redis.round_trips()).sum()
+    }
 }

@@ -267,6 +267,7 @@ mod tests {
             queue_ttl_ms: 0,
             watchdog: false,
             shared: false,
+            token_floor: None,
         }
     }
 

@@ -16,7 +16,7 @@ use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{meta, prefix_name, token_counter};
 use super::super::reply::{self, bytes_u64, expiry, int, items, pairs, released, uint};
-use super::{Lua, count_arg, ms, release_keys};
+use super::{Lua, acquire_args, count_arg, floor_arg, ms, release_keys};
 use crate::error::{Error, Result};
 use crate::state::{Hold, HoldMode, KeyState, Mode, Released, Request};
 use crate::store::redis::config::Clock;
@@ -78,10 +78,11 @@ pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request, clock: Clock) -> R
     let qttl = req.queue_ttl_ms.to_string();
     // What only the contended paths read, as one argument (the script's `ARGV[3]`).
     let rest = [fair, enqueue, ":", &qttl, ":", &clock.arg(), ":", &k.channel].concat();
+    let floor = floor_arg(req);
     c.eval(
         &ACQUIRE,
         &[k.hash.as_bytes(), k.queue.as_bytes(), k.timeouts.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()],
-        &[req.holder.as_bytes(), lease.as_bytes(), rest.as_bytes()],
+        &acquire_args(&[req.holder.as_bytes(), lease.as_bytes(), rest.as_bytes()], &floor),
     )
     .await
 }

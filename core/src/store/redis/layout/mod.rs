@@ -76,6 +76,21 @@ fn release_keys<'a>(keys: &[&'a str], counter: &'a str, free: Free) -> Vec<&'a [
     all
 }
 
+/// An acquire's arguments, then the request's token floor if it has one (the marker and
+/// the floor that `token.lua`'s `next_token` reads last).
+fn acquire_args<'a>(args: &[&'a [u8]], floor: &'a Option<String>) -> Vec<&'a [u8]> {
+    let mut all = args.to_vec();
+    if let Some(f) = floor {
+        all.extend([b"\0token-floor".as_slice(), f.as_bytes()]);
+    }
+    all
+}
+
+/// A request's token floor as its script argument.
+fn floor_arg(req: &crate::state::Request) -> Option<String> {
+    req.token_floor.map(|f| f.to_string())
+}
+
 /// A lease or ttl argument in ms.
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -96,28 +111,28 @@ mod tests {
         assert_eq!(
             shas,
             [
-                "f506ac9454e9b296c34ed26d8fc8e855be6fa47e",
-                "7ccf25aa24287f3852780fe90c9ac21db34bff52",
+                "555d280ce9b5f2ef19d09d24518a12f16834be5d",
+                "acb8fc6964c10252098ad279296b881c5012c92d",
                 "d52415c1dcd502b6d6c676b5d77670e7b45c4022",
                 "f18642070a96f559fb56de82446324803e1b256a",
                 "1cd49826cb29a475e6d224a8a96dd44c3725d322",
-                "db4f85b90d2874a3c073e6b1a6839870ca723b6f",
-                "4407711d34e0b29c6874886dd71226b1ae163d2c",
+                "470d144719860cdd5957c6f8fcd7282e4b55a7a8",
+                "bd9666c674779dafcfca4c3fa9d0ad0d52e4a11b",
                 "042a7c8897993d01d29a79c2bc5eec96f0733bf2",
                 "7ec6f1ef9137e6a922406d9dde086703142a5121",
                 "b392e1e709adbd69b4b4ce0cba50ae427236b1cf",
-                "b87aaf2f1aa7a57726f5617aeb20ab1b9b848bb1",
-                "c958de8a35ba18d58517afd51889217107be0663",
+                "94792c323358b84ba205d635a4acb9aef484f5ea",
+                "bc6ee043aa63d3df49ec1c244f56e6bb499774de",
                 "762c7b116562d27f532fda8693bc025b31e51682",
                 "43b14ccc6334cd2040f5dcc6c8cff8155d5a623c",
                 "fbf96d9fb86ebd70414e99c745ac7ba82e57cfd2",
                 "dc173faa40d3be32d9a594893cc549dd2773045e",
-                "e9414df335746620454a4a7f9ca7f32a1e099d54",
-                "f78cccc253c5f8ff03eb8a7251c4558cff1e0012",
+                "ff368611fd93b2325654a9851ecb1a35e8b18dc3",
+                "684c514904ce6b304f0e7fc19b7fb61af0603667",
                 "afd42ba149ae6d874ddf984099a9fdc0e653e737",
                 "a3844628f6ad395fc6fe2cfe1f0f83e1ab5f6526",
-                "77c93ecc80e0a9e4c8d20baf6e0d67d82d6db9e2",
-                "148fe65eb919c03cc5ba8faa137c6e8b6bb7b96c",
+                "6908f59aaf43f039699573bfce3aa378f8d818ee",
+                "c954bedb426ebd9904ec10a75c4a381702b26d9b",
                 "7cfdd85da540165a6886aba61f5671a3e45bb527",
                 "88f9acb206dbb3d2017e3bb069afbc0e30ecae37",
                 "3179b6c48bcc56d9deb475aae7ff43b533a7c85d",

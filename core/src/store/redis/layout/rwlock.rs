@@ -11,7 +11,7 @@ use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{meta, prefix_name, suffix_base, token_counter};
 use super::super::reply::{self, bytes, int, items, released, uint};
-use super::{Lua, count_arg, ms, release_keys};
+use super::{Lua, acquire_args, count_arg, floor_arg, ms, release_keys};
 use crate::error::Result;
 use crate::state::{self, Hold, HoldMode, KeyState, Mode, Released, Request, Waiter};
 
@@ -79,19 +79,23 @@ pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request) -> Result<Value> {
     let lease = req.lease_ms.to_string();
     let enqueue = if req.enqueue { "1" } else { "0" };
     let qttl = req.queue_ttl_ms.to_string();
+    let floor = floor_arg(req);
     c.eval(
         &ACQUIRE,
         &k.all(),
-        &[
-            req.holder.as_bytes(),
-            lease.as_bytes(),
-            side.as_bytes(),
-            other.as_bytes(),
-            enqueue.as_bytes(),
-            qttl.as_bytes(),
-            k.base.as_bytes(),
-            k.channel.as_bytes(),
-        ],
+        &acquire_args(
+            &[
+                req.holder.as_bytes(),
+                lease.as_bytes(),
+                side.as_bytes(),
+                other.as_bytes(),
+                enqueue.as_bytes(),
+                qttl.as_bytes(),
+                k.base.as_bytes(),
+                k.channel.as_bytes(),
+            ],
+            &floor,
+        ),
     )
     .await
 }

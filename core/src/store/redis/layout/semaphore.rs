@@ -11,7 +11,7 @@ use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{self, meta, prefix_name, suffix_name, token_counter};
 use super::super::reply::{bytes_f64, field_u64, items, pairs, released, uint};
-use super::{Lua, count_arg, ms, release_keys};
+use super::{Lua, acquire_args, count_arg, floor_arg, ms, release_keys};
 use crate::error::Result;
 use crate::state::{Hold, HoldMode, KeyState, Released, Request};
 use crate::store::redis::config::Clock;
@@ -55,18 +55,23 @@ impl SemKeys {
 pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request, count: u32, limit: u32, clock: Clock) -> Result<Value> {
     let k = SemKeys::new(n);
     let holder = keys::canonical_holder(&req.holder);
+    let (count, limit, lease, clock) = (count.to_string(), limit.to_string(), req.lease_ms.to_string(), clock.arg());
+    let floor = floor_arg(req);
     c.eval(
         &ACQUIRE,
         &[k.count.as_bytes(), k.permits.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()],
-        &[
-            holder.as_bytes(),
-            &keys::first_member(&holder),
-            count.to_string().as_bytes(),
-            limit.to_string().as_bytes(),
-            req.lease_ms.to_string().as_bytes(),
-            k.channel.as_bytes(),
-            clock.arg().as_bytes(),
-        ],
+        &acquire_args(
+            &[
+                holder.as_bytes(),
+                &keys::first_member(&holder),
+                count.as_bytes(),
+                limit.as_bytes(),
+                lease.as_bytes(),
+                k.channel.as_bytes(),
+                clock.as_bytes(),
+            ],
+            &floor,
+        ),
     )
     .await
 }

@@ -15,7 +15,7 @@ use super::super::config::Free;
 use super::super::conn::{Conn, evalsha};
 use super::super::keys::{meta, prefix_name, token_counter};
 use super::super::reply::{bytes, expiry, field_u64, int, items, pairs, released, uint};
-use super::{Lua, count_arg, ms, release_keys};
+use super::{Lua, acquire_args, count_arg, floor_arg, ms, release_keys};
 use crate::error::{Error, Result};
 use crate::state::{Hold, HoldMode, KeyState, Mode, Released, Request};
 use crate::store::AnyOf;
@@ -72,10 +72,11 @@ pub(crate) async fn acquire(c: &Conn, n: &str, req: &Request) -> Result<Value> {
     }
     let k = SimpleKeys::new(n);
     let lease = req.lease_ms.to_string();
+    let floor = floor_arg(req);
     c.eval(
         &ACQUIRE,
         &[k.key.as_bytes(), k.counter.as_bytes(), k.meta.as_bytes()],
-        &[req.holder.as_bytes(), lease.as_bytes()],
+        &acquire_args(&[req.holder.as_bytes(), lease.as_bytes()], &floor),
     )
     .await
 }

@@ -2,12 +2,19 @@
 -- name leaves no key behind, when the next grant's token is above it anyway: the counter
 -- stands below the server's clock in µs, and every token is at least that clock
 -- (`next_token`), as long as the clock does not step back. `k` is nil with `?free=keep`.
+-- A counter a little above the clock (a `redlock://` token floor) expires once the clock
+-- passes it; one far above (a clock stepped back) stays.
 local function forget_counter(k)
   if not k then return end
   local c = tonumber(redis.call('GET', k))
   if not c then return end
   local now = redis.call('TIME')
-  if c < tonumber(now[1]) * 1000000 + tonumber(now[2]) then redis.call('DEL', k) end
+  local us = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  if c < us then
+    redis.call('DEL', k)
+  elseif c - us <= 2000000 then
+    redis.call('PEXPIRE', k, math.floor((c - us) / 1000) + 1)
+  end
 end
 -- A semaphore's side hash `meta` and count `n` once every permit is back: they hold only
 -- the size baton recorded and a count equal to it, which the next grant makes again.

@@ -23,7 +23,7 @@ where
 /// Runs `fut` on the calling JVM thread until it completes (`baton::rt::block_on`): for the
 /// Java surface's calls that need one store answer and no wait. Against a suspending call
 /// under `runBlocking`, the answer wakes this thread directly, with no JNA upcall and no
-/// coroutine dispatch: two of the binding's costs per call.
+/// coroutine dispatch (a paired A/B found the rate the same: BENCHMARKS.md, the JVM).
 pub(crate) fn block<T, F>(fut: F) -> Result<T, FfiError>
 where
     F: Future<Output = Result<T>>,

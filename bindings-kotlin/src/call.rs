@@ -21,14 +21,19 @@ where
 }
 
 /// Runs `fut` on the calling JVM thread until it completes (`baton::rt::block_on`): for the
-/// Java surface's calls that need one store answer and no wait. Against a suspending call
-/// under `runBlocking`, the answer wakes this thread directly, with no JNA upcall and no
-/// coroutine dispatch (a paired A/B found the rate the same: BENCHMARKS.md, the JVM).
+/// Java surface's calls that need one store answer and no wait. On a plain `redis://`
+/// server (feature `own-link`) this thread also writes the requests and reads the answers
+/// itself, over a connection of its own (`baton::ffi::drive_here`): no runtime worker
+/// between the socket and the caller, two thread wake-ups fewer a request.
 pub(crate) fn block<T, F>(fut: F) -> Result<T, FfiError>
 where
     F: Future<Output = Result<T>>,
 {
-    baton::rt::block_on(fut).map_err(FfiError::from)
+    #[cfg(feature = "own-link")]
+    let out = baton::ffi::drive_here(|| baton::rt::block_on(fut));
+    #[cfg(not(feature = "own-link"))]
+    let out = baton::rt::block_on(fut);
+    out.map_err(FfiError::from)
 }
 
 /// One attempt, blocking the calling thread: the first step of a Java blocking acquire

@@ -8,11 +8,14 @@
 //!   plain `redis://` server whose socket the binding's own event loop drives. The Node
 //!   binding uses it for its hot calls; see ARCHITECTURE.md, "When a binding may own an
 //!   executor".
+//! - [`drive_here`] (feature `driven-link`): runs a host thread's blocking call with that
+//!   thread doing the call's Redis I/O itself, on a connection of its own (the JVM's
+//!   blocking calls, Python's synchronous API).
 
 pub use crate::sync::LockExt;
 
 #[cfg(feature = "driven-link")]
-pub use crate::store::DrivenLink;
+pub use crate::store::{DrivenLink, drive_here};
 
 /// A [`DrivenLink`] to `client`'s store: `Some` on a plain `redis://` server, `None` on
 /// every other store (and on TLS, cluster and sentinel URLs).

@@ -8,7 +8,7 @@ pub(crate) mod open;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "driven-link")]
-pub use self::redis::DrivenLink;
+pub use self::redis::{DrivenLink, drive_here};
 #[cfg(feature = "redlock")]
 mod redlock;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]

@@ -13,7 +13,7 @@ mod reply;
 mod script;
 
 #[cfg(feature = "driven-link")]
-pub use self::conn::driven::DrivenLink;
+pub use self::conn::driven::{DrivenLink, drive_here};
 
 use std::time::Duration;
 

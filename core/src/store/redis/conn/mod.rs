@@ -211,7 +211,7 @@ impl Conn {
 
     fn counted(&self) -> Result<Counted> {
         #[cfg(feature = "driven-link")]
-        if let Some(l) = self.driven.here() {
+        if let Some(l) = self.driven.here(&self.dial.store) {
             return Ok(Counted { link: Link::Driven(l), trips: self.trips.clone() });
         }
         self.slot.locked().clone().ok_or_else(Error::closed)
@@ -321,6 +321,8 @@ impl Conn {
     pub(crate) fn close(&self) {
         self.hub.close();
         self.slot.locked().take();
+        #[cfg(feature = "driven-link")]
+        self.driven.close();
     }
 }
 

@@ -13,6 +13,8 @@
 //! requests with a connection error and is never used again: later calls take the
 //! multiplexed connection, which reconnects.
 
+mod own;
+pub use self::own::drive_here;
 mod resp;
 
 use crate::sync::LockExt;
@@ -25,15 +27,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::{Cmd, RedisError, RedisResult, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 
 use self::resp::{frame_len, parse};
 use crate::error::{Error, Result};
 use crate::store::redis::config::{RedisConfig, Topology};
 
-/// The connection name of every driven link (`CLIENT SETNAME`).
+/// The connection name of every link an event loop drives (`CLIENT SETNAME`).
 const NAME: &str = "baton-driven";
+/// The connection name of every thread's own link (`own`).
+const OWN_NAME: &str = "baton-own";
 
 /// The next store id: a link serves the store whose id it carries.
 static NEXT_STORE: AtomicU64 = AtomicU64::new(1);
@@ -55,6 +58,8 @@ struct Direct {
 pub(super) struct Home {
     id: u64,
     direct: Option<Direct>,
+    /// The links threads inside `drive_here` opened to this store (`own`).
+    owned: own::Owned,
 }
 
 impl Home {
@@ -72,18 +77,32 @@ impl Home {
             }),
             _ => None,
         };
-        Home { id: NEXT_STORE.fetch_add(1, Ordering::Relaxed), direct }
+        Home { id: NEXT_STORE.fetch_add(1, Ordering::Relaxed), direct, owned: own::Owned::default() }
     }
 
-    /// The live link installed on this thread for this store.
-    pub(super) fn here(&self) -> Option<DrivenLink> {
+    /// The live link installed on this thread for this store, or else this thread's own
+    /// link when it is inside `drive_here` (opened on first use).
+    pub(super) fn here(&self, store: &str) -> Option<DrivenLink> {
         HERE.with(|h| h.borrow().iter().find(|l| l.0.store == self.id && l.is_alive()).cloned())
+            .or_else(|| self.owned.here(self.direct.as_ref()?, self.id, store))
     }
 
-    /// A new link to the plain server (None elsewhere, and off unix).
+    /// Closes the links threads opened to this store (`own`).
+    pub(super) fn close(&self) {
+        self.owned.close();
+    }
+
+    /// A new link to the plain server for an event loop to drive (None elsewhere, and off
+    /// unix); the connect blocks a blocking-pool thread, never the caller's loop.
     pub(super) async fn open(&self, store: &str) -> Result<Option<DrivenLink>> {
         match &self.direct {
-            Some(d) if cfg!(unix) => DrivenLink::open(d, self.id, store).await.map(Some),
+            Some(d) if cfg!(unix) => {
+                let (d, id, store) = (d.clone(), self.id, store.to_owned());
+                tokio::task::spawn_blocking(move || DrivenLink::connect(&d, id, &store, false))
+                    .await
+                    .map_err(|e| Error::backend(format!("internal error: {e}")))?
+                    .map(Some)
+            }
             _ => Ok(None),
         }
     }
@@ -104,6 +123,8 @@ struct Shared {
     timeout: Duration,
     db: i64,
     fd: i32,
+    /// A thread's own link (`own`): its requests are answered by the thread that waits.
+    own: bool,
     io: Mutex<Io>,
 }
 
@@ -151,6 +172,15 @@ impl Done {
 
 fn lock(m: &Mutex<Io>) -> std::sync::MutexGuard<'_, Io> {
     m.locked()
+}
+
+/// What a failed socket call during the login says (a read past its timeout fails as
+/// `WouldBlock` on unix).
+fn why(e: io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => "timed out".to_owned(),
+        _ => e.to_string(),
+    }
 }
 
 fn dropped(why: &str) -> RedisError {
@@ -236,15 +266,31 @@ impl Io {
 }
 
 impl DrivenLink {
-    /// Connects and logs in (on the runtime: the connect must not block the caller's loop).
-    async fn open(d: &Direct, id: u64, store: &str) -> Result<DrivenLink> {
+    /// Connects and logs in, blocking the calling thread (at most `connect_timeout` for the
+    /// connect and again for the login): a thread's own link opens on that thread
+    /// (`own`), the event loop's on a blocking-pool thread ([`Home::open`]).
+    fn connect(d: &Direct, id: u64, store: &str, own: bool) -> Result<DrivenLink> {
         let cannot = |e: String| Error::connection(format!("cannot connect to {store}: {e}"));
-        let connect = tokio::net::TcpStream::connect((d.host.as_str(), d.port));
-        let mut sock = tokio::time::timeout(d.connect_timeout, connect)
-            .await
-            .map_err(|_| cannot("timed out".to_owned()))?
-            .map_err(|e| cannot(e.to_string()))?;
-        sock.set_nodelay(true).map_err(|e| cannot(e.to_string()))?;
+        let addrs =
+            std::net::ToSocketAddrs::to_socket_addrs(&(d.host.as_str(), d.port)).map_err(|e| cannot(e.to_string()))?;
+        let mut last = "no address".to_owned();
+        let mut sock = None;
+        for a in addrs {
+            match TcpStream::connect_timeout(&a, d.connect_timeout) {
+                Ok(s) => {
+                    sock = Some(s);
+                    break;
+                }
+                Err(e) => last = e.to_string(),
+            }
+        }
+        let mut sock = sock.ok_or_else(|| cannot(last))?;
+        let setup = |s: &TcpStream| -> io::Result<()> {
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(d.connect_timeout))?;
+            s.set_write_timeout(Some(d.connect_timeout))
+        };
+        setup(&sock).map_err(|e| cannot(e.to_string()))?;
         let mut hello = Vec::new();
         let mut asked = 0;
         if let Some(password) = &d.password {
@@ -261,15 +307,16 @@ impl DrivenLink {
         }
         // Named, so that `CLIENT LIST` tells it from the multiplexed connection (its
         // answer may be a refusal under a strict ACL: that one is not fatal).
-        redis::cmd("CLIENT").arg("SETNAME").arg(NAME).write_packed_command(&mut hello);
+        let name = if own { OWN_NAME } else { NAME };
+        redis::cmd("CLIENT").arg("SETNAME").arg(name).write_packed_command(&mut hello);
         asked += 1;
-        let login = async {
-            sock.write_all(&hello).await.map_err(|e| e.to_string())?;
+        let mut login = || -> std::result::Result<(), String> {
+            sock.write_all(&hello).map_err(why)?;
             let mut got = Vec::new();
             let mut buf = [0u8; 512];
             let mut answers = 0;
             while answers < asked {
-                let n = sock.read(&mut buf).await.map_err(|e| e.to_string())?;
+                let n = sock.read(&mut buf).map_err(why)?;
                 if n == 0 {
                     return Err("the server closed the connection".to_owned());
                 }
@@ -284,14 +331,15 @@ impl DrivenLink {
                     }
                 }
             }
-            Ok::<_, String>(())
+            Ok(())
         };
-        tokio::time::timeout(d.connect_timeout, login)
-            .await
-            .map_err(|_| cannot("timed out".to_owned()))?
-            .map_err(cannot)?;
-        let sock = sock.into_std().map_err(|e| cannot(e.to_string()))?;
-        sock.set_nonblocking(true).map_err(|e| cannot(e.to_string()))?;
+        login().map_err(cannot)?;
+        let ready = |s: &TcpStream| -> io::Result<()> {
+            s.set_read_timeout(None)?;
+            s.set_write_timeout(None)?;
+            s.set_nonblocking(true)
+        };
+        ready(&sock).map_err(|e| cannot(e.to_string()))?;
         #[cfg(unix)]
         let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
         #[cfg(not(unix))]
@@ -301,6 +349,7 @@ impl DrivenLink {
             timeout: d.timeout,
             db: d.db,
             fd,
+            own,
             io: Mutex::new(Io {
                 sock,
                 alive: true,
@@ -430,6 +479,9 @@ impl DrivenLink {
     }
 
     async fn answer<T>(&self, rx: oneshot::Receiver<RedisResult<T>>) -> RedisResult<T> {
+        if self.0.own {
+            return own::Answer::new(self.clone(), rx).await;
+        }
         match tokio::time::timeout(self.0.timeout, rx).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(dropped("the link was dropped")),

@@ -15,18 +15,18 @@ use crate::errors;
 /// How often a blocking wait reattaches to Python to run signal handlers.
 const TICK: Duration = Duration::from_millis(50);
 
-/// Blocks on `fut` with the GIL released; every [`TICK`] reattaches so Python can raise
-/// `KeyboardInterrupt` (or whatever a signal handler raises), which drops `fut`.
-fn block<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
+/// Blocks on `fut`, polled on this thread, with the GIL released; every [`TICK`]
+/// reattaches so Python can raise `KeyboardInterrupt` (or whatever a signal handler
+/// raises), which ends the wait with `fut` unfinished.
+fn block<F>(py: Python<'_>, fut: &mut Pin<Box<F>>) -> PyResult<F::Output>
 where
-    F: Future + Send,
+    F: Future + Send + ?Sized,
     F::Output: Send,
 {
-    let mut fut = pin!(fut);
     loop {
         // The timer is made inside `block_on`, where the runtime's context is entered.
-        let ticked =
-            py.detach(|| baton::rt::global().block_on(async { tokio::time::timeout(TICK, fut.as_mut()).await }));
+        let ticked = py
+            .detach(|| here(|| baton::rt::global().block_on(async { tokio::time::timeout(TICK, fut.as_mut()).await })));
         match ticked {
             Ok(out) => return Ok(out),
             Err(_) => py.check_signals()?,
@@ -34,25 +34,43 @@ where
     }
 }
 
-/// Runs `fut` on the shared runtime and waits for it (GIL released). An exception from a
-/// signal handler cancels `fut`: use this for every cancel-safe call (acquire, waits,
-/// queries).
+/// Runs `f` (a wait of this thread) so that a plain `redis://` store's requests are
+/// written and answered on this thread, over a connection of its own (feature
+/// `own-link`: `baton::ffi::drive_here`; no runtime worker between the socket and the
+/// caller). Other stores' I/O is driven by the shared runtime's workers.
+fn here<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "own-link")]
+    return baton::ffi::drive_here(f);
+    #[cfg(not(feature = "own-link"))]
+    f()
+}
+
+/// Runs `fut` on this thread and waits for it (GIL released). An exception from a signal
+/// handler cancels `fut`: use this for every cancel-safe call (acquire, waits, queries).
 pub(crate) fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     T: Send + 'static,
     F: Future<Output = baton::Result<T>> + Send + 'static,
 {
-    block(py, baton::rt::run(fut))?.map_err(errors::to_py)
+    block(py, &mut Box::pin(baton::rt::catch_panics(fut)))?.map_err(errors::to_py)
 }
 
 /// Like [`wait`], but an interrupted wait leaves `fut` running to completion in the
-/// background: for release and close, whose half-done state would help no one.
+/// background, on the shared runtime: for release and close, whose half-done state would
+/// help no one.
 pub(crate) fn wait_detached<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     T: Send + 'static,
     F: Future<Output = baton::Result<T>> + Send + 'static,
 {
-    block(py, detached(fut))?.map_err(errors::to_py)
+    let mut fut = Box::pin(baton::rt::catch_panics(fut));
+    match block(py, &mut fut) {
+        Ok(out) => out.map_err(errors::to_py),
+        Err(interrupted) => {
+            drop(baton::rt::global().spawn(fut));
+            Err(interrupted)
+        }
+    }
 }
 
 /// Spawns `fut` on the shared runtime; dropping the returned future does not stop it.

@@ -3,7 +3,7 @@
 //! through; the asyncio API hands Python an awaitable resolved on the caller's loop.
 
 use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::time::Duration;
 
 use pyo3::prelude::*;

@@ -65,10 +65,12 @@ fn cycle(client: &Client, name: &str, here: bool) -> baton::Result<baton::Fencin
     if here { drive_here(run) } else { run() }
 }
 
-// One test, its steps in order: a connection is told from another test's by being new,
-// which parallel tests opening own links could blur.
+/// Held by each test: each tells its connections from others by their being new.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn blocking_calls_inside_drive_here_use_the_threads_own_connection() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let mut admin = admin();
     let before = own(&mut admin);
     let client = block_on(Client::connect(&server())).unwrap();
@@ -132,4 +134,43 @@ fn blocking_calls_inside_drive_here_use_the_threads_own_connection() {
     eventually("the client's own connections close with it", || new_own(&mut admin, &before).is_empty());
     let e = cycle(&client, &name, true).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+}
+
+/// A server that stops answering (a black-holed route, `Relay::cut`): a call over the
+/// own connection fails with `Connection` once the request timeout (`?timeout=1s`) has
+/// passed, not later, and once the route heals the same connection carries calls again
+/// (the late answers go to the requests that gave up on them).
+#[test]
+fn a_silent_server_times_out_the_own_connection_and_it_recovers() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let relays = tokio::runtime::Runtime::new().unwrap();
+    let relay = relays.block_on(baton_testkit::Relay::start(baton_testkit::target_of(&server())));
+    let url = relay.via(&server());
+    let url = format!("{url}{}timeout=1s", if url.contains('?') { '&' } else { '?' });
+    let client = block_on(Client::connect(&url)).unwrap();
+    let name = unique("own-cut");
+    cycle(&client, &name, true).unwrap();
+
+    relay.cut();
+    let t0 = Instant::now();
+    let e = cycle(&client, &name, true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    // The URL's 1 s, not the 10 s default; 5 s covers a loaded host.
+    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+
+    relay.heal();
+    let mut ok = false;
+    for i in 0..5 {
+        // A fresh name: the request that timed out is delivered now and may take `name`.
+        if cycle(&client, &format!("{name}-{i}"), true).is_ok() {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "calls work again once the route heals");
+    block_on(async {
+        client.close().await;
+        Ok(())
+    })
+    .unwrap();
 }

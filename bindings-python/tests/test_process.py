@@ -88,7 +88,7 @@ def test_client_from_before_fork_is_closed_in_the_child(shared_url: str) -> None
     assert p.exitcode == 0
     assert q.get(timeout=5.0) == "ok"
     assert not held.lost.is_set()  # the child did not touch the parent's lease
-    held.release()
+    held.release()  # NotHeld had the child released it, Connection had it cut the socket
     client.close()
 
 
@@ -99,6 +99,9 @@ def _forked_child(client: baton.Client, url: str, q: "mp.Queue[str]") -> None:
         return
     except baton.Closed:
         pass
+    # Closing it here releases nothing and closes nothing of the parent's: its holds and
+    # connections (the parent thread's own Redis connection is this process's socket too).
+    client.close()
     fresh = baton.connect(url)
     assert fresh.lock("forked").try_acquire() is None  # the parent still holds it
     fresh.close()

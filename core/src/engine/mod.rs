@@ -125,6 +125,11 @@ impl Ctx {
             return;
         }
         self.closed.cancel();
+        if self.fork_generation != crate::rt::fork_generation() {
+            // In a forked child: the holds and connections are the parent's, still in use
+            // there (a socket both processes share must not be written or shut down here).
+            return;
+        }
         let live: Vec<Arc<Held>> = {
             let mut live = self.live.locked();
             live.map.drain().filter_map(|(_, w)| w.upgrade()).collect()

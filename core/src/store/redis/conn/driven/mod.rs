@@ -77,7 +77,7 @@ impl Home {
             }),
             _ => None,
         };
-        Home { id: NEXT_STORE.fetch_add(1, Ordering::Relaxed), direct, owned: own::Owned::default() }
+        Home { id: NEXT_STORE.fetch_add(1, Ordering::Relaxed), direct, owned: own::Owned::new() }
     }
 
     /// The live link installed on this thread for this store, or else this thread's own

@@ -61,14 +61,19 @@ pub fn drive_here<R>(f: impl FnOnce() -> R) -> R {
 
 /// A store's own links, kept to count them and to close them with the store (weakly: a
 /// link ends with its thread).
-#[derive(Default)]
 pub(super) struct Owned {
     links: Mutex<Vec<Weak<Shared>>>,
     /// No connect before this (after a failed one).
     paused_until: Mutex<Option<Instant>>,
+    /// The process generation the store was made in (`rt::fork_generation`).
+    generation: u64,
 }
 
 impl Owned {
+    pub(super) fn new() -> Owned {
+        Owned { links: Mutex::default(), paused_until: Mutex::default(), generation: crate::rt::fork_generation() }
+    }
+
     /// This thread's own link to the store `id`, opened on first use; None outside
     /// `drive_here`, past [`MAX`], or while connects are paused.
     pub(super) fn here(&self, d: &Direct, id: u64, store: &str) -> Option<DrivenLink> {
@@ -106,8 +111,12 @@ impl Owned {
         }
     }
 
-    /// Closes every own link (their threads drop them at their next call).
+    /// Closes every own link (their threads drop them at their next call). Not in a forked
+    /// child: its links' sockets are the parent's too, and a shutdown would cut them there.
     pub(super) fn close(&self) {
+        if crate::rt::fork_generation() != self.generation {
+            return;
+        }
         for link in self.links.locked().drain(..).filter_map(|l| l.upgrade()) {
             DrivenLink(link).close();
         }

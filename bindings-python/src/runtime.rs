@@ -47,12 +47,14 @@ fn here<R>(f: impl FnOnce() -> R) -> R {
 
 /// Runs `fut` on this thread and waits for it (GIL released). An exception from a signal
 /// handler cancels `fut`: use this for every cancel-safe call (acquire, waits, queries).
+/// `in_context` drops a cancelled `fut` inside the shared runtime's context, which what it
+/// holds may need (a pooled SQL connection returns itself to its pool with a spawn).
 pub(crate) fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     T: Send + 'static,
     F: Future<Output = baton::Result<T>> + Send + 'static,
 {
-    block(py, &mut Box::pin(baton::rt::catch_panics(fut)))?.map_err(errors::to_py)
+    block(py, &mut Box::pin(baton::rt::in_context(fut)))?.map_err(errors::to_py)
 }
 
 /// Like [`wait`], but an interrupted wait leaves `fut` running to completion in the
@@ -63,7 +65,7 @@ where
     T: Send + 'static,
     F: Future<Output = baton::Result<T>> + Send + 'static,
 {
-    let mut fut = Box::pin(baton::rt::catch_panics(fut));
+    let mut fut = Box::pin(baton::rt::in_context(fut));
     match block(py, &mut fut) {
         Ok(out) => out.map_err(errors::to_py),
         Err(interrupted) => {

@@ -95,7 +95,7 @@ impl Ctx {
         if self.closed.is_cancelled() {
             return Err(Error::closed());
         }
-        if self.fork_generation != crate::rt::fork_generation() {
+        if self.in_forked_child() {
             // Its leases, connections and tasks belong to the parent process.
             return Err(Error::new(
                 crate::ErrorKind::Closed,
@@ -103,6 +103,11 @@ impl Ctx {
             ));
         }
         Ok(())
+    }
+
+    /// Whether this process is a `fork()` child of the one that made the client.
+    fn in_forked_child(&self) -> bool {
+        self.fork_generation != crate::rt::fork_generation()
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -125,7 +130,7 @@ impl Ctx {
             return;
         }
         self.closed.cancel();
-        if self.fork_generation != crate::rt::fork_generation() {
+        if self.in_forked_child() {
             // In a forked child: the holds and connections are the parent's, still in use
             // there (a socket both processes share must not be written or shut down here).
             return;

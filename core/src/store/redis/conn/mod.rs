@@ -5,7 +5,9 @@
 //! through the subscriber connection of `pubsub`.
 
 mod cluster;
-#[cfg(feature = "driven-link")]
+// Without `driven-link` only the tasks' link is used: the event loop's and the threads'
+// API is not exported (the clippy pass with every feature checks it).
+#[cfg_attr(not(feature = "driven-link"), allow(dead_code, unreachable_pub))]
 pub(crate) mod driven;
 mod pubsub;
 mod sentinel;
@@ -41,8 +43,8 @@ struct Counted {
 enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
-    /// The link the caller's event loop drives, for commands polled on its thread (`driven`).
-    #[cfg(feature = "driven-link")]
+    /// A link its caller drives: an event loop's, a blocked thread's own, or the
+    /// store's tasks' (`driven`).
     Driven(driven::DrivenLink),
 }
 
@@ -52,7 +54,6 @@ impl redis::aio::ConnectionLike for Counted {
         match &mut self.link {
             Link::Single(c) => c.req_packed_command(cmd),
             Link::Cluster(c) => c.req_packed_command(cmd),
-            #[cfg(feature = "driven-link")]
             Link::Driven(l) => Box::pin(l.request(cmd)),
         }
     }
@@ -68,7 +69,6 @@ impl redis::aio::ConnectionLike for Counted {
         match &mut self.link {
             Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-            #[cfg(feature = "driven-link")]
             Link::Driven(l) => Box::pin(l.request_many(pipeline, offset, count)),
         }
     }
@@ -77,7 +77,6 @@ impl redis::aio::ConnectionLike for Counted {
         match &self.link {
             Link::Single(c) => c.get_db(),
             Link::Cluster(c) => c.get_db(),
-            #[cfg(feature = "driven-link")]
             Link::Driven(l) => l.db(),
         }
     }
@@ -129,7 +128,6 @@ pub(crate) struct Conn {
     trips: Arc<AtomicU64>,
     /// What to load again when the server lost its scripts.
     scripts: Scripts,
-    #[cfg(feature = "driven-link")]
     driven: driven::Home,
 }
 
@@ -193,7 +191,6 @@ impl Conn {
             topo,
             trips,
             scripts,
-            #[cfg(feature = "driven-link")]
             driven: driven::Home::new(cfg, lazy),
         })
     }
@@ -210,7 +207,6 @@ impl Conn {
     }
 
     fn counted(&self) -> Result<Counted> {
-        #[cfg(feature = "driven-link")]
         if let Some(l) = self.driven.here(&self.dial.store) {
             return Ok(Counted { link: Link::Driven(l), trips: self.trips.clone() });
         }
@@ -321,7 +317,6 @@ impl Conn {
     pub(crate) fn close(&self) {
         self.hub.close();
         self.slot.locked().take();
-        #[cfg(feature = "driven-link")]
         self.driven.close();
     }
 }

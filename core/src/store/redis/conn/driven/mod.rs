@@ -14,8 +14,11 @@
 //! multiplexed connection, which reconnects.
 
 mod own;
+#[cfg(feature = "driven-link")]
 pub use self::own::drive_here;
 mod resp;
+#[cfg(unix)]
+mod task;
 
 use crate::sync::LockExt;
 use std::cell::RefCell;
@@ -37,6 +40,19 @@ use crate::store::redis::config::{RedisConfig, Topology};
 const NAME: &str = "baton-driven";
 /// The connection name of every thread's own link (`own`).
 const OWN_NAME: &str = "baton-own";
+/// The connection name of a store's link its waiting tasks drive (`task`).
+const TASK_NAME: &str = "baton-task";
+
+/// Who drives a link: the connection name it gets, and how its answers are waited for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// An event loop that watches its socket (Node's).
+    Loop,
+    /// The one host thread that owns it (`own`).
+    Own,
+    /// Whichever task waits for an answer (`task`).
+    Task,
+}
 
 /// The next store id: a link serves the store whose id it carries.
 static NEXT_STORE: AtomicU64 = AtomicU64::new(1);
@@ -60,13 +76,20 @@ pub(super) struct Home {
     direct: Option<Direct>,
     /// The links threads inside `drive_here` opened to this store (`own`).
     owned: own::Owned,
+    /// The link this store's tasks drive themselves (`task`).
+    #[cfg(unix)]
+    tasked: task::Tasked,
 }
 
 impl Home {
-    /// `lazy` (a `redlock://` node), TLS, a cluster and sentinels get no link.
+    /// `lazy` (a `redlock://` node), TLS, a cluster and sentinels get no link, nor a store
+    /// that sends `WAIT` after its grants (`WAIT` counts the writes of the connection it is
+    /// sent on, so both go on the multiplexed one). A Redlock node keeps the multiplexed
+    /// connection: over the tasks' link its cycles measured slower (BENCHMARKS.md), and a
+    /// thread waiting on one node's socket would hold up the other nodes' answers.
     pub(super) fn new(cfg: &RedisConfig, lazy: bool) -> Home {
         let direct = match &cfg.topology {
-            Topology::Single { host, port } if !cfg.tls && !lazy => Some(Direct {
+            Topology::Single { host, port } if !cfg.tls && !lazy && cfg.wait.is_none() => Some(Direct {
                 host: host.clone(),
                 port: *port,
                 user: cfg.user.clone(),
@@ -77,28 +100,50 @@ impl Home {
             }),
             _ => None,
         };
-        Home { id: NEXT_STORE.fetch_add(1, Ordering::Relaxed), direct, owned: own::Owned::new() }
+        Home {
+            id: NEXT_STORE.fetch_add(1, Ordering::Relaxed),
+            direct,
+            owned: own::Owned::new(),
+            #[cfg(unix)]
+            tasked: task::Tasked::new(),
+        }
     }
 
     /// The live link installed on this thread for this store, or else this thread's own
-    /// link when it is inside `drive_here` (opened on first use).
+    /// link when it is inside `drive_here` (opened on first use), or else the link the
+    /// store's tasks drive (None while it opens: the call takes the multiplexed connection).
     pub(super) fn here(&self, store: &str) -> Option<DrivenLink> {
+        let d = self.direct.as_ref()?;
         HERE.with(|h| h.borrow().iter().find(|l| l.0.store == self.id && l.is_alive()).cloned())
-            .or_else(|| self.owned.here(self.direct.as_ref()?, self.id, store))
+            .or_else(|| self.owned.here(d, self.id, store))
+            .or_else(|| self.tasks(d, store))
     }
 
-    /// Closes the links threads opened to this store (`own`).
+    #[cfg(unix)]
+    fn tasks(&self, d: &Direct, store: &str) -> Option<DrivenLink> {
+        self.tasked.here(d, self.id, store)
+    }
+
+    #[cfg(not(unix))]
+    fn tasks(&self, _: &Direct, _: &str) -> Option<DrivenLink> {
+        None
+    }
+
+    /// Closes the links threads and tasks opened to this store (`own`, `task`).
     pub(super) fn close(&self) {
         self.owned.close();
+        #[cfg(unix)]
+        self.tasked.close();
     }
 
     /// A new link to the plain server for an event loop to drive (None elsewhere, and off
     /// unix); the connect blocks a blocking-pool thread, never the caller's loop.
+    #[cfg(feature = "driven-link")]
     pub(super) async fn open(&self, store: &str) -> Result<Option<DrivenLink>> {
         match &self.direct {
             Some(d) if cfg!(unix) => {
                 let (d, id, store) = (d.clone(), self.id, store.to_owned());
-                tokio::task::spawn_blocking(move || DrivenLink::connect(&d, id, &store, false))
+                tokio::task::spawn_blocking(move || DrivenLink::connect(&d, id, &store, Kind::Loop))
                     .await
                     .map_err(|e| Error::backend(format!("internal error: {e}")))?
                     .map(Some)
@@ -125,6 +170,13 @@ struct Shared {
     fd: i32,
     /// A thread's own link (`own`): its requests are answered by the thread that waits.
     own: bool,
+    /// A tasks' link (`task`): its socket in the runtime's reactor. Declared before `io`,
+    /// so that it leaves the reactor before the socket closes.
+    #[cfg(unix)]
+    tasks: std::sync::OnceLock<task::Registered>,
+    /// A tasks' link: the running mean of its answers' times, in µs (`task`).
+    #[cfg(unix)]
+    rtt_us: AtomicU64,
     io: Mutex<Io>,
 }
 
@@ -141,6 +193,12 @@ struct Io {
     rbuf: Box<[u8]>,
     /// Who gets the next answers, in order.
     waiting: VecDeque<Waiting>,
+    /// A tasks' link: the tasks waiting for an answer, by waiter id (`task`).
+    parked: Vec<(u64, std::task::Waker)>,
+    /// A tasks' link: the waiters whose wakers the reactor holds for reading and for
+    /// writing (0: none).
+    reader: u64,
+    writer: u64,
 }
 
 enum Waiting {
@@ -234,6 +292,38 @@ impl Io {
         }
     }
 
+    /// Reads what the socket holds and hands out every whole answer (into `done`). It
+    /// stops once the socket looks drained (a short read: one `recv` a call, not two), so
+    /// the caller watches it level-triggered, or (edge-triggered) clears its readiness
+    /// after this returns true: bytes that come later raise a new edge.
+    fn read_in(&mut self, done: &mut Vec<Done>) -> bool {
+        let failed = loop {
+            if !self.alive {
+                break None;
+            }
+            match self.sock.read(&mut self.rbuf) {
+                Ok(0) => break Some("the server closed the connection".to_owned()),
+                Ok(n) => {
+                    self.inbuf.extend_from_slice(&self.rbuf[..n]);
+                    if n < self.rbuf.len() {
+                        break None;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Some(e.to_string()),
+            }
+        };
+        // Answers read before a failure still go to their askers.
+        if let Err(why) = self.answers(done) {
+            done.extend(self.kill(&why));
+        }
+        if let Some(why) = failed {
+            done.extend(self.kill(&why));
+        }
+        self.alive
+    }
+
     /// Hands every whole answer in `inbuf` to the head of the queue.
     fn answers(&mut self, done: &mut Vec<Done>) -> std::result::Result<(), String> {
         let mut at = 0;
@@ -269,7 +359,7 @@ impl DrivenLink {
     /// Connects and logs in, blocking the calling thread (at most `connect_timeout` for the
     /// connect and again for the login): a thread's own link opens on that thread
     /// (`own`), the event loop's on a blocking-pool thread ([`Home::open`]).
-    fn connect(d: &Direct, id: u64, store: &str, own: bool) -> Result<DrivenLink> {
+    fn connect(d: &Direct, id: u64, store: &str, kind: Kind) -> Result<DrivenLink> {
         let cannot = |e: String| Error::connection(format!("cannot connect to {store}: {e}"));
         let addrs =
             std::net::ToSocketAddrs::to_socket_addrs(&(d.host.as_str(), d.port)).map_err(|e| cannot(e.to_string()))?;
@@ -307,7 +397,11 @@ impl DrivenLink {
         }
         // Named, so that `CLIENT LIST` tells it from the multiplexed connection (its
         // answer may be a refusal under a strict ACL: that one is not fatal).
-        let name = if own { OWN_NAME } else { NAME };
+        let name = match kind {
+            Kind::Loop => NAME,
+            Kind::Own => OWN_NAME,
+            Kind::Task => TASK_NAME,
+        };
         redis::cmd("CLIENT").arg("SETNAME").arg(name).write_packed_command(&mut hello);
         asked += 1;
         let mut login = || -> std::result::Result<(), String> {
@@ -349,7 +443,11 @@ impl DrivenLink {
             timeout: d.timeout,
             db: d.db,
             fd,
-            own,
+            own: kind == Kind::Own,
+            #[cfg(unix)]
+            tasks: std::sync::OnceLock::new(),
+            #[cfg(unix)]
+            rtt_us: AtomicU64::new(0),
             io: Mutex::new(Io {
                 sock,
                 alive: true,
@@ -357,6 +455,9 @@ impl DrivenLink {
                 inbuf: Vec::new(),
                 rbuf: vec![0; 16 * 1024].into_boxed_slice(),
                 waiting: VecDeque::new(),
+                parked: Vec::new(),
+                reader: 0,
+                writer: 0,
             }),
         })))
     }
@@ -423,34 +524,8 @@ impl DrivenLink {
     pub fn on_readable(&self) -> bool {
         let mut done = Vec::new();
         let alive = {
-            let mut guard = lock(&self.0.io);
-            let io = &mut *guard;
-            let failed = loop {
-                if !io.alive {
-                    break None;
-                }
-                match io.sock.read(&mut io.rbuf) {
-                    Ok(0) => break Some("the server closed the connection".to_owned()),
-                    Ok(n) => {
-                        io.inbuf.extend_from_slice(&io.rbuf[..n]);
-                        // Short: the socket is drained (one `recv` a call, not two); the
-                        // loop watches it level-triggered, so later bytes call again.
-                        if n < io.rbuf.len() {
-                            break None;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break None,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => break Some(e.to_string()),
-                }
-            };
-            // Answers read before a failure still go to their askers.
-            if let Err(why) = io.answers(&mut done) {
-                done.extend(io.kill(&why));
-            }
-            if let Some(why) = failed {
-                done.extend(io.kill(&why));
-            }
+            let mut io = lock(&self.0.io);
+            io.read_in(&mut done);
             io.alive
         };
         done.into_iter().for_each(Done::send);
@@ -481,6 +556,10 @@ impl DrivenLink {
     async fn answer<T>(&self, rx: oneshot::Receiver<RedisResult<T>>) -> RedisResult<T> {
         if self.0.own {
             return own::Answer::new(self.clone(), rx).await;
+        }
+        #[cfg(unix)]
+        if self.0.tasks.get().is_some() {
+            return task::Answer::new(self.clone(), rx).await;
         }
         match tokio::time::timeout(self.0.timeout, rx).await {
             Ok(Ok(r)) => r,

@@ -97,7 +97,7 @@ impl Owned {
             }
         }
         // Outside the locks: a connect may take up to the connect timeout.
-        match DrivenLink::connect(d, id, store, true) {
+        match DrivenLink::connect(d, id, store, super::Kind::Own) {
             Ok(link) => {
                 self.links.locked().push(Arc::downgrade(&link.0));
                 MINE.with(|m| m.borrow_mut().push(link.clone()));

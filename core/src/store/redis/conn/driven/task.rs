@@ -1,0 +1,361 @@
+//! The link a store's tasks drive themselves: on a plain `redis://` server, the core's
+//! asynchronous calls write their requests on the calling task and read the answers there,
+//! with the socket in the runtime's reactor (`AsyncFd`) and no connection task between.
+//!
+//! On the multiplexed connection each request crosses two tasks: the caller hands it to
+//! the connection's task, which writes it, is woken by the reactor when the answer comes,
+//! and wakes the caller. On a 2-core host each crossing may be a wake-up on the other core
+//! (BENCHMARKS.md: the 1-task cycle, split, and Redlock's ten requests a cycle). Here a
+//! lone caller is the one the reactor wakes. Several callers share the link: the one whose
+//! waker the reactor holds reads for all and hands each its answer; when it leaves while
+//! others still wait, it wakes one of them to take its place.
+//!
+//! The link opens in the background on a store's first call (that call and any meanwhile
+//! take the multiplexed connection). A link that fails fails its pending requests with a
+//! connection error, as a multiplexed connection does, and the next call opens a new one;
+//! after a failed connect none opens for [`RETRY`].
+
+use std::future::Future;
+use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use redis::{RedisError, RedisResult};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::oneshot;
+
+use super::{Direct, Done, DrivenLink, Io, Kind, dropped, lock};
+use crate::sync::LockExt;
+
+/// How long after a failed connect a store opens no tasks' link.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// The longest a lone waiter polls its socket before it parks (`DrivenLink::spin`).
+const SPIN: Duration = Duration::from_micros(100);
+/// No spin once the link's answers take longer than this on average: a server farther
+/// away than this host's loopback or LAN, whose answers a spin would not meet.
+const SPIN_RTT: Duration = Duration::from_micros(250);
+/// No spin on a runtime with more live tasks than this.
+const SPIN_TASKS: usize = 16;
+
+/// Ids of waiters, unique in the process (0 is no waiter).
+static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
+
+/// A link's socket in the reactor of the runtime that opened it. A forked child leaves it
+/// registered: the reactor's epoll instance is the parent's too, and a removal from the
+/// child would remove the parent's interest.
+pub(super) struct Registered {
+    fd: ManuallyDrop<AsyncFd<RawFd>>,
+    generation: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if crate::rt::fork_generation() == self.generation {
+            // SAFETY: dropped once, here; never used after.
+            unsafe { ManuallyDrop::drop(&mut self.fd) }
+        }
+    }
+}
+
+/// A store's tasks' link, opened on first use and again after it fails.
+pub(super) struct Tasked(Arc<State>);
+
+struct State {
+    link: Mutex<Option<DrivenLink>>,
+    opening: AtomicBool,
+    /// No connect before this (after a failed one).
+    paused_until: Mutex<Option<Instant>>,
+    closed: AtomicBool,
+}
+
+impl Tasked {
+    pub(super) fn new() -> Tasked {
+        Tasked(Arc::new(State {
+            link: Mutex::new(None),
+            opening: AtomicBool::new(false),
+            paused_until: Mutex::new(None),
+            closed: AtomicBool::new(false),
+        }))
+    }
+
+    /// The live link, or None (then it opens in the background, unless it is opening, the
+    /// store is closed, connects are paused, or no runtime is current).
+    pub(super) fn here(&self, d: &Direct, id: u64, store: &str) -> Option<DrivenLink> {
+        let rt = tokio::runtime::Handle::try_current().ok()?;
+        if let Some(link) = self.0.link.locked().as_ref().filter(|l| l.is_alive()) {
+            return Some(link.clone());
+        }
+        if self.0.closed.load(Ordering::Acquire)
+            || self.0.paused_until.locked().is_some_and(|t| Instant::now() < t)
+            || self.0.opening.swap(true, Ordering::AcqRel)
+        {
+            return None;
+        }
+        let (d, store, state) = (d.clone(), store.to_owned(), self.0.clone());
+        rt.spawn(async move {
+            let opened = tokio::task::spawn_blocking(move || DrivenLink::connect(&d, id, &store, Kind::Task)).await;
+            let link = match opened {
+                Ok(Ok(link)) if link.register().is_ok() => Some(link),
+                _ => None,
+            };
+            match link {
+                Some(link) => {
+                    let mut slot = state.link.locked();
+                    if state.closed.load(Ordering::Acquire) {
+                        link.close();
+                    } else {
+                        *slot = Some(link);
+                    }
+                }
+                None => *state.paused_until.locked() = Some(Instant::now() + RETRY),
+            }
+            state.opening.store(false, Ordering::Release);
+        });
+        None
+    }
+
+    /// Closes the link (its pending requests fail); none opens after this.
+    pub(super) fn close(&self) {
+        let link = {
+            let mut slot = self.0.link.locked();
+            self.0.closed.store(true, Ordering::Release);
+            slot.take()
+        };
+        if let Some(link) = link {
+            link.close();
+        }
+    }
+}
+
+impl DrivenLink {
+    /// Puts the socket in the current runtime's reactor: from now on the tasks that wait
+    /// for its answers drive it.
+    fn register(&self) -> io::Result<()> {
+        let fd = self.0.fd;
+        // SAFETY: `fd` is the socket's, which `Shared::io` keeps open (a dead link's too) until
+        // after `Shared::tasks`, holding this, is dropped.
+        let register = || unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE | Interest::WRITABLE) };
+        // A runtime built without I/O panics here; the link is then not used.
+        let fd = std::panic::catch_unwind(register)
+            .map_err(|_| io::Error::other("the runtime has no I/O driver"))?
+            .map_err(io::Error::from)?;
+        let _ = self.0.tasks.set(Registered { fd: ManuallyDrop::new(fd), generation: crate::rt::fork_generation() });
+        Ok(())
+    }
+
+    /// Does the I/O the socket is ready for, for the waiter `id`: true when it read (an
+    /// answer may have come), false when nothing more is ready (the reactor then holds
+    /// this waiter's waker for the socket).
+    fn drive(&self, cx: &mut Context<'_>, id: u64) -> bool {
+        let Some(reg) = self.0.tasks.get() else { return false };
+        let fd = &*reg.fd;
+        let mut done = Vec::new();
+        let (read, alone) = {
+            let mut io = lock(&self.0.io);
+            if !io.alive {
+                // Its requests were failed when it died: each waiter's receiver has it.
+                return false;
+            }
+            if !io.out.is_empty() {
+                match fd.poll_write_ready(cx) {
+                    Poll::Ready(Ok(mut ready)) => {
+                        done.extend(io.write_out());
+                        if io.alive && !io.out.is_empty() {
+                            ready.clear_ready();
+                        }
+                    }
+                    Poll::Ready(Err(e)) => done.extend(io.kill(&e.to_string())),
+                    Poll::Pending => io.park(id, cx, true),
+                }
+            }
+            if !io.alive {
+                (true, false)
+            } else {
+                match fd.poll_read_ready(cx) {
+                    Poll::Ready(Ok(mut ready)) => {
+                        // Drained: bytes that come later raise a new edge in the reactor.
+                        if io.read_in(&mut done) {
+                            ready.clear_ready();
+                        }
+                        (true, false)
+                    }
+                    Poll::Ready(Err(e)) => {
+                        done.extend(io.kill(&e.to_string()));
+                        (true, false)
+                    }
+                    Poll::Pending => {
+                        io.park(id, cx, false);
+                        (false, io.waiting.len() == 1 && io.out.is_empty())
+                    }
+                }
+            }
+        };
+        done.into_iter().for_each(Done::send);
+        read || (alone && self.spin())
+    }
+
+    /// A lone request's waiter polls the socket for up to [`SPIN`] before it parks, as Go's
+    /// scheduler spins before it sleeps: on a host whose idle cores sleep, waking one for
+    /// each answer costs more than the answer takes (BENCHMARKS.md, "Where the threads
+    /// run"). Only where that pays and harms no one: the server close by (its answers
+    /// within [`SPIN_RTT`]), on another CPU than this thread (on this one it needs the CPU
+    /// the spin would take), and a runtime with few live tasks (a spinning worker holds up
+    /// the tasks queued behind it). Each turn yields the CPU to whatever else is runnable
+    /// on it. True when it read (the waiter is then polled at once; the reactor still holds
+    /// its waker otherwise).
+    fn spin(&self) -> bool {
+        if Duration::from_micros(self.0.rtt_us.load(Ordering::Relaxed)) > SPIN_RTT
+            || tokio::runtime::Handle::try_current().map_or(true, |h| h.metrics().num_alive_tasks() > SPIN_TASKS)
+            || server_on_this_cpu(self.0.fd)
+        {
+            return false;
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < SPIN {
+            std::thread::yield_now();
+            let mut done = Vec::new();
+            let (read, alone) = {
+                let mut io = lock(&self.0.io);
+                let alive = io.read_in(&mut done);
+                (!done.is_empty() || !alive, io.waiting.len() == 1)
+            };
+            if read {
+                done.into_iter().for_each(Done::send);
+                return true;
+            }
+            if !alone {
+                // Another request came: its waiter polls the socket too.
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Folds one answer's time into the link's running mean (1/8 weight).
+    fn took(&self, t: Duration) {
+        let us = u64::try_from(t.as_micros()).unwrap_or(u64::MAX);
+        let old = self.0.rtt_us.load(Ordering::Relaxed);
+        self.0.rtt_us.store(old - old / 8 + us / 8, Ordering::Relaxed);
+    }
+}
+
+/// Whether the server's last answer was received on the CPU this thread runs on
+/// (`SO_INCOMING_CPU`: on loopback, the server's CPU). False when either is unknown.
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")))]
+fn server_on_this_cpu(fd: RawFd) -> bool {
+    const SO_INCOMING_CPU: libc::c_int = 49;
+    let mut cpu: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid out pointer and its length, for the call's duration.
+    let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, SO_INCOMING_CPU, (&raw mut cpu).cast(), &raw mut len) };
+    // SAFETY: no arguments; reads this thread's CPU.
+    r == 0 && cpu >= 0 && cpu == unsafe { libc::sched_getcpu() }
+}
+
+#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86"))))]
+fn server_on_this_cpu(_: RawFd) -> bool {
+    false
+}
+
+impl Io {
+    /// The reactor now holds waiter `id`'s waker for the socket (for writing or reading).
+    fn park(&mut self, id: u64, cx: &Context<'_>, write: bool) {
+        if write {
+            self.writer = id;
+        } else {
+            self.reader = id;
+        }
+        match self.parked.iter_mut().find(|(i, _)| *i == id) {
+            Some((_, w)) => w.clone_from(cx.waker()),
+            None => self.parked.push((id, cx.waker().clone())),
+        }
+    }
+
+    /// Waiter `id` leaves: if the reactor held its waker, another waiter is woken to take
+    /// its place (it polls the socket again, which hands the reactor its own waker).
+    fn unpark(&mut self, id: u64) -> Option<std::task::Waker> {
+        self.parked.retain(|(i, _)| *i != id);
+        if self.reader != id && self.writer != id {
+            return None;
+        }
+        if self.reader == id {
+            self.reader = 0;
+        }
+        if self.writer == id {
+            self.writer = 0;
+        }
+        self.parked.first().map(|(_, w)| w.clone())
+    }
+}
+
+/// The answer to a request on a tasks' link: polling it reads the socket when the answer
+/// has not come yet, bounded by the store's request timeout.
+pub(super) struct Answer<T> {
+    link: DrivenLink,
+    rx: oneshot::Receiver<RedisResult<T>>,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    id: u64,
+    sent: Instant,
+    /// Answered: it left the link's waiters.
+    left: bool,
+}
+
+impl<T> Answer<T> {
+    pub(super) fn new(link: DrivenLink, rx: oneshot::Receiver<RedisResult<T>>) -> Answer<T> {
+        let deadline = Box::pin(tokio::time::sleep(link.0.timeout));
+        let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
+        Answer { link, rx, deadline, id, sent: Instant::now(), left: false }
+    }
+}
+
+impl<T> Future for Answer<T> {
+    type Output = RedisResult<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RedisResult<T>> {
+        let this = self.get_mut();
+        loop {
+            if let Poll::Ready(r) = Pin::new(&mut this.rx).poll(cx) {
+                if r.is_ok() {
+                    this.link.took(this.sent.elapsed());
+                }
+                this.leave();
+                return Poll::Ready(r.unwrap_or_else(|_| Err(dropped("the link was dropped"))));
+            }
+            if !this.link.drive(cx, this.id) {
+                break;
+            }
+        }
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            // The request stays queued: its answer, if it comes, is read and dropped.
+            this.leave();
+            return Poll::Ready(Err(RedisError::from(io::Error::new(io::ErrorKind::TimedOut, "no answer in time"))));
+        }
+        Poll::Pending
+    }
+}
+
+impl<T> Answer<T> {
+    /// Leaves the link's waiters (once).
+    fn leave(&mut self) {
+        if std::mem::replace(&mut self.left, true) {
+            return;
+        }
+        let next = lock(&self.link.0.io).unpark(self.id);
+        if let Some(w) = next {
+            w.wake();
+        }
+    }
+}
+
+impl<T> Drop for Answer<T> {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}

@@ -43,6 +43,10 @@ const SPIN: Duration = Duration::from_micros(100);
 const SPIN_RTT: Duration = Duration::from_micros(250);
 /// No spin on a runtime with more live tasks than this.
 const SPIN_TASKS: usize = 16;
+/// How often a waiter whose answer is late reads the socket itself: the hand-over of the
+/// reader's part between waiters is the fast path, and this bounds what any wake-up it
+/// misses could cost.
+const TICK: Duration = Duration::from_millis(10);
 
 /// Ids of waiters, unique in the process (0 is no waiter).
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
@@ -300,7 +304,9 @@ impl Io {
 pub(super) struct Answer<T> {
     link: DrivenLink,
     rx: oneshot::Receiver<RedisResult<T>>,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// The next [`TICK`], or the deadline when nearer.
+    tick: Pin<Box<tokio::time::Sleep>>,
+    deadline: tokio::time::Instant,
     id: u64,
     sent: Instant,
     /// Answered: it left the link's waiters.
@@ -309,9 +315,11 @@ pub(super) struct Answer<T> {
 
 impl<T> Answer<T> {
     pub(super) fn new(link: DrivenLink, rx: oneshot::Receiver<RedisResult<T>>) -> Answer<T> {
-        let deadline = Box::pin(tokio::time::sleep(link.0.timeout));
+        let now = tokio::time::Instant::now();
+        let deadline = now + link.0.timeout;
+        let tick = Box::pin(tokio::time::sleep_until((now + TICK).min(deadline)));
         let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
-        Answer { link, rx, deadline, id, sent: Instant::now(), left: false }
+        Answer { link, rx, tick, deadline, id, sent: Instant::now(), left: false }
     }
 }
 
@@ -328,16 +336,23 @@ impl<T> Future for Answer<T> {
                 this.leave();
                 return Poll::Ready(r.unwrap_or_else(|_| Err(dropped("the link was dropped"))));
             }
-            if !this.link.drive(cx, this.id) {
-                break;
+            if this.link.drive(cx, this.id) {
+                continue;
             }
+            if this.tick.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            let now = tokio::time::Instant::now();
+            if now >= this.deadline {
+                // The request stays queued: its answer, if it comes, is read and dropped.
+                this.leave();
+                return Poll::Ready(Err(RedisError::from(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no answer in time",
+                ))));
+            }
+            this.tick.as_mut().reset((now + TICK).min(this.deadline));
         }
-        if this.deadline.as_mut().poll(cx).is_ready() {
-            // The request stays queued: its answer, if it comes, is read and dropped.
-            this.leave();
-            return Poll::Ready(Err(RedisError::from(io::Error::new(io::ErrorKind::TimedOut, "no answer in time"))));
-        }
-        Poll::Pending
     }
 }
 

@@ -174,9 +174,9 @@ struct Shared {
     /// so that it leaves the reactor before the socket closes.
     #[cfg(unix)]
     tasks: std::sync::OnceLock<task::Registered>,
-    /// A tasks' link: the running mean of its answers' times, in µs (`task`).
+    /// A tasks' link: whether a lone request's waiter spins (`task`).
     #[cfg(unix)]
-    rtt_us: AtomicU64,
+    spin: task::Spin,
     io: Mutex<Io>,
 }
 
@@ -447,7 +447,7 @@ impl DrivenLink {
             #[cfg(unix)]
             tasks: std::sync::OnceLock::new(),
             #[cfg(unix)]
-            rtt_us: AtomicU64::new(0),
+            spin: task::Spin::default(),
             io: Mutex::new(Io {
                 sock,
                 alive: true,

@@ -38,8 +38,8 @@ const RETRY: Duration = Duration::from_secs(1);
 
 /// The longest a lone waiter polls its socket before it parks (`DrivenLink::spin`).
 const SPIN: Duration = Duration::from_micros(100);
-/// No spin once the link's answers take longer than this on average: a server farther
-/// away than this host's loopback or LAN, whose answers a spin would not meet.
+/// No spin once a lone request that parks takes longer than this on average: a server
+/// farther away than this host's loopback or LAN, whose answers a spin would not meet.
 const SPIN_RTT: Duration = Duration::from_micros(250);
 /// No spin on a runtime with more live tasks than this.
 const SPIN_TASKS: usize = 16;
@@ -157,7 +157,7 @@ impl DrivenLink {
     /// Does the I/O the socket is ready for, for the waiter `id`: true when it read (an
     /// answer may have come), false when nothing more is ready (the reactor then holds
     /// this waiter's waker for the socket).
-    fn drive(&self, cx: &mut Context<'_>, id: u64) -> bool {
+    fn drive(&self, cx: &mut Context<'_>, id: u64, spun: &mut Option<bool>) -> bool {
         let Some(reg) = self.0.tasks.get() else { return false };
         let fd = &*reg.fd;
         let mut done = Vec::new();
@@ -202,25 +202,19 @@ impl DrivenLink {
             }
         };
         done.into_iter().for_each(Done::send);
-        read || (alone && self.spin())
+        if read || !alone {
+            return read;
+        }
+        // One choice a request, kept for its time to count where it was made.
+        let spin = *spun.get_or_insert_with(|| self.0.spin.choose(self.0.fd));
+        spin && self.spin()
     }
 
-    /// A lone request's waiter polls the socket for up to [`SPIN`] before it parks, as Go's
-    /// scheduler spins before it sleeps: on a host whose idle cores sleep, waking one for
-    /// each answer costs more than the answer takes (BENCHMARKS.md, "Where the threads
-    /// run"). Only where that pays and harms no one: the server close by (its answers
-    /// within [`SPIN_RTT`]), on another CPU than this thread (on this one it needs the CPU
-    /// the spin would take), and a runtime with few live tasks (a spinning worker holds up
-    /// the tasks queued behind it). Each turn yields the CPU to whatever else is runnable
-    /// on it. True when it read (the waiter is then polled at once; the reactor still holds
+    /// A lone request's waiter polls the socket for up to [`SPIN`] before it parks (when
+    /// [`Spin::choose`] says so). Each turn yields the CPU to whatever else is runnable on
+    /// it. True when it read (the waiter is then polled at once; the reactor still holds
     /// its waker otherwise).
     fn spin(&self) -> bool {
-        if Duration::from_micros(self.0.rtt_us.load(Ordering::Relaxed)) > SPIN_RTT
-            || tokio::runtime::Handle::try_current().map_or(true, |h| h.metrics().num_alive_tasks() > SPIN_TASKS)
-            || server_on_this_cpu(self.0.fd)
-        {
-            return false;
-        }
         let t0 = Instant::now();
         while t0.elapsed() < SPIN {
             std::thread::yield_now();
@@ -241,12 +235,55 @@ impl DrivenLink {
         }
         false
     }
+}
 
-    /// Folds one answer's time into the link's running mean (1/8 weight).
-    fn took(&self, t: Duration) {
-        let us = u64::try_from(t.as_micros()).unwrap_or(u64::MAX);
-        let old = self.0.rtt_us.load(Ordering::Relaxed);
-        self.0.rtt_us.store(old - old / 8 + us / 8, Ordering::Relaxed);
+/// Whether a lone request's waiter spins before it parks, as Go's scheduler spins before
+/// it sleeps: on a host whose idle cores sleep (a VM's vCPUs halt), waking one for each
+/// answer costs more than the answer takes (BENCHMARKS.md, "Where the threads run"). But
+/// a spin takes a CPU that the server, or anything else on it, may need. So each link
+/// measures both ways, as the running means of a lone request's time spun and parked,
+/// and most requests take the faster, every [`PROBE`]th the other, so that a change of
+/// placement is seen. Never where it cannot pay or would harm: a server farther than
+/// [`SPIN_RTT`], one that answers on this thread's CPU (it needs the CPU the spin would
+/// take), or a runtime with more than [`SPIN_TASKS`] live tasks (a spinning worker holds
+/// up the tasks queued behind it).
+#[derive(Default)]
+pub(super) struct Spin {
+    /// Running means (1/8 weight) of a lone request's time, in µs (0: not known yet).
+    spun_us: AtomicU64,
+    parked_us: AtomicU64,
+    choices: AtomicU64,
+}
+
+/// One lone request in this many takes the way that measured slower.
+const PROBE: u64 = 16;
+
+impl Spin {
+    fn choose(&self, fd: RawFd) -> bool {
+        let parked = self.parked_us.load(Ordering::Relaxed);
+        if Duration::from_micros(parked) > SPIN_RTT
+            || tokio::runtime::Handle::try_current().map_or(true, |h| h.metrics().num_alive_tasks() > SPIN_TASKS)
+            || server_on_this_cpu(fd)
+        {
+            return false;
+        }
+        let spun = self.spun_us.load(Ordering::Relaxed);
+        // Unknown first: the first lone request parks, the next spins.
+        let better = match (spun, parked) {
+            (_, 0) => false,
+            (0, _) => true,
+            _ => spun < parked,
+        };
+        let n = self.choices.fetch_add(1, Ordering::Relaxed);
+        if n % PROBE == PROBE - 1 { !better } else { better }
+    }
+
+    /// Folds a lone request's time into the mean of the way it took.
+    fn took(&self, spun: bool, t: Duration) {
+        let us = u64::try_from(t.as_micros()).unwrap_or(u64::MAX).max(1);
+        let mean = if spun { &self.spun_us } else { &self.parked_us };
+        let old = mean.load(Ordering::Relaxed);
+        mean.store(if old == 0 { us } else { old - old / 8 + us / 8 }, Ordering::Relaxed);
     }
 }
 
@@ -282,18 +319,20 @@ impl Io {
         }
     }
 
-    /// Waiter `id` leaves: if the reactor held its waker, another waiter is woken to take
-    /// its place (it polls the socket again, which hands the reactor its own waker).
+    /// Waiter `id` leaves. When nobody is left to read for the others (it held the
+    /// reactor's wake-up, or the waiter handed that part before it left without taking it:
+    /// woken for the part, it found its own answer read already), the first parked waiter
+    /// is woken to take it (it polls the socket again, which hands the reactor its waker).
     fn unpark(&mut self, id: u64) -> Option<std::task::Waker> {
         self.parked.retain(|(i, _)| *i != id);
-        if self.reader != id && self.writer != id {
-            return None;
-        }
         if self.reader == id {
             self.reader = 0;
         }
         if self.writer == id {
             self.writer = 0;
+        }
+        if self.reader != 0 && (self.writer != 0 || self.out.is_empty()) {
+            return None;
         }
         self.parked.first().map(|(_, w)| w.clone())
     }
@@ -309,6 +348,8 @@ pub(super) struct Answer<T> {
     deadline: tokio::time::Instant,
     id: u64,
     sent: Instant,
+    /// Whether its waiter, alone on the link, chose to spin (None: never alone).
+    spun: Option<bool>,
     /// Answered: it left the link's waiters.
     left: bool,
 }
@@ -319,7 +360,7 @@ impl<T> Answer<T> {
         let deadline = now + link.0.timeout;
         let tick = Box::pin(tokio::time::sleep_until((now + TICK).min(deadline)));
         let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
-        Answer { link, rx, tick, deadline, id, sent: Instant::now(), left: false }
+        Answer { link, rx, tick, deadline, id, sent: Instant::now(), spun: None, left: false }
     }
 }
 
@@ -330,13 +371,13 @@ impl<T> Future for Answer<T> {
         let this = self.get_mut();
         loop {
             if let Poll::Ready(r) = Pin::new(&mut this.rx).poll(cx) {
-                if r.is_ok() {
-                    this.link.took(this.sent.elapsed());
+                if let (Ok(_), Some(spun)) = (&r, this.spun) {
+                    this.link.0.spin.took(spun, this.sent.elapsed());
                 }
                 this.leave();
                 return Poll::Ready(r.unwrap_or_else(|_| Err(dropped("the link was dropped"))));
             }
-            if this.link.drive(cx, this.id) {
+            if this.link.drive(cx, this.id, &mut this.spun) {
                 continue;
             }
             if this.tick.as_mut().poll(cx).is_pending() {

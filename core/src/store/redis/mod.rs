@@ -266,10 +266,7 @@ impl Store for Redis {
 
     #[cfg(feature = "driven-link")]
     async fn driven_link(&self) -> Result<Option<DrivenLink>> {
-        // The link's grants do not pass `acquire` (no WAIT after them).
-        if self.cfg.wait.is_some() {
-            return Ok(None);
-        }
+        // None with `?wait_replicas=` (`driven::Home::new`): its grants pass no `acquire`.
         self.conn.driven_link().await
     }
 

@@ -54,6 +54,24 @@ enum Kind {
     Task,
 }
 
+/// How long after a failed connect a store opens no own or tasks' link (its calls
+/// meanwhile take the multiplexed connection, which reconnects on its own).
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// No connect of a kind of link before a time, set after a failed one ([`RETRY`]).
+#[derive(Default)]
+struct Pause(Mutex<Option<std::time::Instant>>);
+
+impl Pause {
+    fn on(&self) -> bool {
+        self.0.locked().is_some_and(|t| std::time::Instant::now() < t)
+    }
+
+    fn start(&self) {
+        *self.0.locked() = Some(std::time::Instant::now() + RETRY);
+    }
+}
+
 /// The next store id: a link serves the store whose id it carries.
 static NEXT_STORE: AtomicU64 = AtomicU64::new(1);
 
@@ -84,7 +102,8 @@ pub(super) struct Home {
 impl Home {
     /// `lazy` (a `redlock://` node), TLS, a cluster and sentinels get no link, nor a store
     /// that sends `WAIT` after its grants (`WAIT` counts the writes of the connection it is
-    /// sent on, so both go on the multiplexed one). A Redlock node keeps the multiplexed
+    /// sent on, so both go on the multiplexed one; and an event loop's grants, which do not
+    /// pass the store's `acquire`, would send none). A Redlock node keeps the multiplexed
     /// connection: over the tasks' link its cycles measured slower (BENCHMARKS.md), and a
     /// thread waiting on one node's socket would hold up the other nodes' answers.
     pub(super) fn new(cfg: &RedisConfig, lazy: bool) -> Home {

@@ -23,16 +23,12 @@ use std::time::{Duration, Instant};
 use redis::{RedisError, RedisResult};
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
-use super::{Direct, DrivenLink, Shared, dropped};
+use super::{Direct, DrivenLink, Pause, Shared, dropped};
 use crate::sync::LockExt;
 
 /// Own links a store opens at most: about one a thread of a host's pool, as a pooled
 /// client (Jedis, Redisson's 64) would hold; busier hosts share the multiplexed one.
 const MAX: usize = 64;
-
-/// How long after a failed connect a store opens no own link (its calls meanwhile take
-/// the multiplexed connection, which reconnects on its own).
-const RETRY: Duration = Duration::from_secs(1);
 
 /// The longest a thread blocks in one poll of an answer before it lets the future that
 /// waits return `Pending` (so that a timer around it, such as Python's signal tick, runs).
@@ -63,15 +59,15 @@ pub fn drive_here<R>(f: impl FnOnce() -> R) -> R {
 /// link ends with its thread).
 pub(super) struct Owned {
     links: Mutex<Vec<Weak<Shared>>>,
-    /// No connect before this (after a failed one).
-    paused_until: Mutex<Option<Instant>>,
+    /// No connect for a while after a failed one.
+    paused: Pause,
     /// The process generation the store was made in (`rt::fork_generation`).
     generation: u64,
 }
 
 impl Owned {
     pub(super) fn new() -> Owned {
-        Owned { links: Mutex::default(), paused_until: Mutex::default(), generation: crate::rt::fork_generation() }
+        Owned { links: Mutex::default(), paused: Pause::default(), generation: crate::rt::fork_generation() }
     }
 
     /// This thread's own link to the store `id`, opened on first use; None outside
@@ -91,8 +87,7 @@ impl Owned {
         {
             let mut links = self.links.locked();
             links.retain(|l| l.upgrade().is_some_and(|l| DrivenLink(l).is_alive()));
-            let paused = self.paused_until.locked().is_some_and(|t| Instant::now() < t);
-            if links.len() >= MAX || paused {
+            if links.len() >= MAX || self.paused.on() {
                 return None;
             }
         }
@@ -105,7 +100,7 @@ impl Owned {
             }
             Err(_) => {
                 // The call goes on over the multiplexed connection, which reports its own error.
-                *self.paused_until.locked() = Some(Instant::now() + RETRY);
+                self.paused.start();
                 None
             }
         }

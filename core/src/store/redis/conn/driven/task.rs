@@ -5,7 +5,7 @@
 //! On the multiplexed connection each request crosses two tasks: the caller hands it to
 //! the connection's task, which writes it, is woken by the reactor when the answer comes,
 //! and wakes the caller. On a 2-core host each crossing may be a wake-up on the other core
-//! (BENCHMARKS.md: the 1-task cycle, split, and Redlock's ten requests a cycle). Here a
+//! (BENCHMARKS.md: the 1-task cycle, split). Here a
 //! lone caller is the one the reactor wakes. Several callers share the link: the one whose
 //! waker the reactor holds reads for all and hands each its answer; when it leaves while
 //! others still wait, it wakes one of them to take its place.
@@ -13,7 +13,7 @@
 //! The link opens in the background on a store's first call (that call and any meanwhile
 //! take the multiplexed connection). A link that fails fails its pending requests with a
 //! connection error, as a multiplexed connection does, and the next call opens a new one;
-//! after a failed connect none opens for [`RETRY`].
+//! after a failed connect none opens for a second (`super::RETRY`).
 
 use std::future::Future;
 use std::io;
@@ -30,11 +30,8 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::oneshot;
 
-use super::{Direct, Done, DrivenLink, Io, Kind, dropped, lock};
+use super::{Direct, Done, DrivenLink, Io, Kind, Pause, dropped, lock};
 use crate::sync::LockExt;
-
-/// How long after a failed connect a store opens no tasks' link.
-const RETRY: Duration = Duration::from_secs(1);
 
 /// The longest a lone waiter polls its socket before it parks (`DrivenLink::spin`).
 const SPIN: Duration = Duration::from_micros(100);
@@ -74,8 +71,8 @@ pub(super) struct Tasked(Arc<State>);
 struct State {
     link: Mutex<Option<DrivenLink>>,
     opening: AtomicBool,
-    /// No connect before this (after a failed one).
-    paused_until: Mutex<Option<Instant>>,
+    /// No connect for a while after a failed one.
+    paused: Pause,
     closed: AtomicBool,
 }
 
@@ -84,7 +81,7 @@ impl Tasked {
         Tasked(Arc::new(State {
             link: Mutex::new(None),
             opening: AtomicBool::new(false),
-            paused_until: Mutex::new(None),
+            paused: Pause::default(),
             closed: AtomicBool::new(false),
         }))
     }
@@ -96,10 +93,7 @@ impl Tasked {
         if let Some(link) = self.0.link.locked().as_ref().filter(|l| l.is_alive()) {
             return Some(link.clone());
         }
-        if self.0.closed.load(Ordering::Acquire)
-            || self.0.paused_until.locked().is_some_and(|t| Instant::now() < t)
-            || self.0.opening.swap(true, Ordering::AcqRel)
-        {
+        if self.0.closed.load(Ordering::Acquire) || self.0.paused.on() || self.0.opening.swap(true, Ordering::AcqRel) {
             return None;
         }
         let (d, store, state) = (d.clone(), store.to_owned(), self.0.clone());
@@ -118,7 +112,7 @@ impl Tasked {
                         *slot = Some(link);
                     }
                 }
-                None => *state.paused_until.locked() = Some(Instant::now() + RETRY),
+                None => state.paused.start(),
             }
             state.opening.store(false, Ordering::Release);
         });

@@ -408,8 +408,18 @@ async fn sentinel_failover_keeps_working() {
     // A lease well above the failover (1 s down-after + election, ~2–4 s here).
     let opts = baton::LockOptions::new().lease(Duration::from_secs(10)).renew_every(Duration::from_millis(500));
     let g = c.lock_with("held", opts).acquire().await.unwrap();
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(2000).query(&mut master.admin()).unwrap();
-    assert_eq!(acked, 1, "the grant did not reach the replica");
+    // The replica itself must hold the grant before the master dies. (`WAIT` on another
+    // connection proves nothing: it counts that connection's own writes, here none.)
+    // Bounded: 100 reads, 50 ms apart.
+    let mut on_replica = replica.admin();
+    let replicated = (0..100).any(|_| {
+        let n: i64 = redis::cmd("HEXISTS").arg("held").arg(g.owner()).query(&mut on_replica).unwrap();
+        n == 1 || {
+            std::thread::sleep(Duration::from_millis(50));
+            false
+        }
+    });
+    assert!(replicated, "the grant did not reach the replica within 5 s");
     let killed = Instant::now();
     master.kill();
     master_becomes(&sentinel, replica.port).await;

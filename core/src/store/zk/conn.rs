@@ -146,7 +146,11 @@ impl Conn {
             | zk::Error::NoHosts
             | zk::Error::SessionExpired
             | zk::Error::SessionMoved
-            | zk::Error::Throttled => Error::connection(msg),
+            | zk::Error::Throttled
+            // The client's own errors: the session's socket failed (a broken pipe when a
+            // member goes down mid-request) or gave no answer in time. TLS setup errors,
+            // the only other source, are mapped where the options are read.
+            | zk::Error::Custom(_) => Error::connection(msg),
             zk::Error::ClientClosed if self.closed.load(Ordering::Acquire) => Error::closed(),
             zk::Error::ClientClosed => Error::connection(msg),
             zk::Error::BadArguments(_) => Error::invalid_argument(msg),

@@ -4,7 +4,9 @@
 //! `openssl`, `?ca=`), ACL users and wrong passwords.
 #![cfg(feature = "redis")]
 
-use baton_testkit::{Certs, OwnRedis, SentinelSetup, TestServers, master_becomes, sentinel_trio, tools_present};
+use baton_testkit::{
+    Certs, OwnRedis, SentinelSetup, TestServers, master_becomes, replica_caught_up, sentinel_trio, tools_present,
+};
 use std::time::Duration;
 
 use baton::{Client, ErrorKind};
@@ -467,7 +469,7 @@ async fn sentinel_failover_loses_unreplicated_grant() {
     let c = Client::connect(&url).await.unwrap();
     // One grant both sides have, so the counter exists on the replica.
     c.lock("x").acquire().await.unwrap().release().await.unwrap();
-    let _: i64 = redis::cmd("WAIT").arg(1).arg(2000).query(&mut master.admin()).unwrap();
+    replica_caught_up(&master, &replica);
     // Freeze the replica and cut its link: nothing written from here on reaches it (what
     // was already sent sits in its socket and is read after SIGCONT, so the cut matters).
     replica.signal("STOP");

@@ -19,6 +19,6 @@ pub use baton_lab::{FakeClock, OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, OwnRed
 pub use etcd_cluster::{OwnEtcdCluster, etcd_leader};
 pub use relay::{Relay, target_of};
 pub use servers::{
-    Certs, SentinelSetup, TestServers, faketime_lib, free_port, master_becomes, redlock_url, sentinel_trio,
-    tools_present,
+    Certs, SentinelSetup, TestServers, faketime_lib, free_port, master_becomes, redlock_url, replica_caught_up,
+    sentinel_trio, tools_present,
 };

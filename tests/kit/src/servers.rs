@@ -371,6 +371,22 @@ pub async fn sentinel_trio() -> (OwnRedis, OwnRedis, OwnRedis) {
     .unwrap()
 }
 
+/// Waits (≤ 5 s) until `replica` has applied everything `master` wrote so far: its
+/// replication offset reaches the master's. (`WAIT` from a test's own connection cannot
+/// tell this: it counts that connection's writes only.)
+pub fn replica_caught_up(master: &OwnRedis, replica: &OwnRedis) {
+    let offset = |r: &OwnRedis, field: &str| -> i64 {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r.admin()).unwrap();
+        info.lines().find_map(|l| l.strip_prefix(field)?.trim().parse().ok()).unwrap_or(-1)
+    };
+    let target = offset(master, "master_repl_offset:");
+    let t0 = std::time::Instant::now();
+    while offset(replica, "slave_repl_offset:") < target {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the replica did not reach offset {target} in 5 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits (≤ 30 s) until the sentinel names `port` as the master.
 pub async fn master_becomes(sentinel: &OwnRedis, port: u16) {
     let url = sentinel.url();

@@ -220,7 +220,14 @@ struct Io {
     writer: u64,
 }
 
-enum Waiting {
+/// A request waiting for its answer: who waits (on a tasks' link, the waiter's id; else 0)
+/// and what for.
+struct Waiting {
+    waiter: u64,
+    want: Want,
+}
+
+enum Want {
     One(oneshot::Sender<RedisResult<Value>>),
     /// A pipeline: `skip` answers dropped, then `left` kept.
     Many {
@@ -231,8 +238,13 @@ enum Waiting {
     },
 }
 
-/// An answer for the head of the queue, sent once the lock is let go (a send wakes a task).
-enum Done {
+/// An answer for the head of the queue, and who waits for it (`Waiting::waiter`).
+struct Done {
+    waiter: u64,
+    answer: Answered,
+}
+
+enum Answered {
     One(oneshot::Sender<RedisResult<Value>>, RedisResult<Value>),
     Many(oneshot::Sender<RedisResult<Vec<Value>>>, RedisResult<Vec<Value>>),
 }
@@ -240,10 +252,33 @@ enum Done {
 impl Done {
     fn send(self) {
         // A receiver gone is a caller that stopped waiting: its answer is dropped.
-        match self {
-            Done::One(tx, r) => drop(tx.send(r)),
-            Done::Many(tx, r) => drop(tx.send(r)),
+        match self.answer {
+            Answered::One(tx, r) => drop(tx.send(r)),
+            Answered::Many(tx, r) => drop(tx.send(r)),
         }
+    }
+}
+
+/// Lets go of the lock and hands out `done`, answered while it was held by `me` (a waiter
+/// id, or 0). On a tasks' link (waiter ids set) the answers are sent before the lock is
+/// let go and the other waiters they answer are woken after: their receivers hold no
+/// waker, because a waiter that reads its own answer must not wake itself (its task would
+/// be rescheduled as a yield, waking another worker to steal it: a futex call and often a
+/// move to the other CPU each request), and a waiter that finds its request no longer
+/// queued knows its answer is there. Elsewhere they are sent after (a send wakes a task).
+fn finish(io: std::sync::MutexGuard<'_, Io>, done: Vec<Done>, me: u64) {
+    if done.first().is_some_and(|d| d.waiter != 0) {
+        let wake: Vec<std::task::Waker> = done
+            .iter()
+            .filter(|d| d.waiter != me)
+            .filter_map(|d| io.parked.iter().find(|(i, _)| *i == d.waiter).map(|(_, w)| w.clone()))
+            .collect();
+        done.into_iter().for_each(Done::send);
+        drop(io);
+        wake.into_iter().for_each(std::task::Waker::wake);
+    } else {
+        drop(io);
+        done.into_iter().for_each(Done::send);
     }
 }
 
@@ -279,9 +314,12 @@ impl Io {
         self.inbuf.clear();
         self.waiting
             .drain(..)
-            .map(|w| match w {
-                Waiting::One(tx) => Done::One(tx, Err(dropped(why))),
-                Waiting::Many { tx, .. } => Done::Many(tx, Err(dropped(why))),
+            .map(|w| Done {
+                waiter: w.waiter,
+                answer: match w.want {
+                    Want::One(tx) => Answered::One(tx, Err(dropped(why))),
+                    Want::Many { tx, .. } => Answered::Many(tx, Err(dropped(why))),
+                },
             })
             .collect()
     }
@@ -349,13 +387,15 @@ impl Io {
         while let Some(len) = frame_len(&self.inbuf[at..])? {
             let v = parse(&self.inbuf[at..at + len])?;
             at += len;
-            match self.waiting.front_mut() {
+            match self.waiting.front_mut().map(|w| &mut w.want) {
                 None => return Err("an answer nobody asked for".to_owned()),
-                Some(Waiting::One(_)) => {
-                    let Some(Waiting::One(tx)) = self.waiting.pop_front() else { unreachable!() };
-                    done.push(Done::One(tx, v.extract_error()));
+                Some(Want::One(_)) => {
+                    let Some(Waiting { waiter, want: Want::One(tx) }) = self.waiting.pop_front() else {
+                        unreachable!()
+                    };
+                    done.push(Done { waiter, answer: Answered::One(tx, v.extract_error()) });
                 }
-                Some(Waiting::Many { skip, left, got, .. }) => {
+                Some(Want::Many { skip, left, got, .. }) => {
                     if *skip > 0 {
                         *skip -= 1;
                     } else {
@@ -363,8 +403,11 @@ impl Io {
                         *left -= 1;
                     }
                     if *skip == 0 && *left == 0 {
-                        let Some(Waiting::Many { tx, got, .. }) = self.waiting.pop_front() else { unreachable!() };
-                        done.push(Done::Many(tx, Ok(got)));
+                        let Some(Waiting { waiter, want: Want::Many { tx, got, .. } }) = self.waiting.pop_front()
+                        else {
+                            unreachable!()
+                        };
+                        done.push(Done { waiter, answer: Answered::Many(tx, Ok(got)) });
                     }
                 }
             }
@@ -527,12 +570,10 @@ impl DrivenLink {
 
     /// The socket is writable: writes what waits. False once the link is dead.
     pub fn flush(&self) -> bool {
-        let (done, alive) = {
-            let mut io = lock(&self.0.io);
-            let done = io.write_out();
-            (done, io.alive)
-        };
-        done.into_iter().for_each(Done::send);
+        let mut io = lock(&self.0.io);
+        let done = io.write_out();
+        let alive = io.alive;
+        finish(io, done, 0);
         alive
     }
 
@@ -542,43 +583,50 @@ impl DrivenLink {
     /// clear an edge-triggered readiness before calling (as `AsyncFd` users do).
     pub fn on_readable(&self) -> bool {
         let mut done = Vec::new();
-        let alive = {
-            let mut io = lock(&self.0.io);
-            io.read_in(&mut done);
-            io.alive
-        };
-        done.into_iter().for_each(Done::send);
+        let mut io = lock(&self.0.io);
+        io.read_in(&mut done);
+        let alive = io.alive;
+        finish(io, done, 0);
         alive
     }
 
     /// Closes the connection (pending requests fail with a connection error).
     pub fn close(&self) {
-        let done = lock(&self.0.io).kill("the client closed it");
-        done.into_iter().for_each(Done::send);
+        let mut io = lock(&self.0.io);
+        let done = io.kill("the client closed it");
+        finish(io, done, 0);
     }
 
     /// Queues `bytes` for the answers `w` waits for, and writes at once.
     fn enqueue(&self, bytes: impl FnOnce(&mut Vec<u8>), w: Waiting) -> RedisResult<()> {
-        let done = {
-            let mut io = lock(&self.0.io);
-            if !io.alive {
-                return Err(dropped("the link failed before"));
-            }
-            bytes(&mut io.out);
-            io.waiting.push_back(w);
-            io.write_out()
-        };
-        done.into_iter().for_each(Done::send);
+        let mut io = lock(&self.0.io);
+        if !io.alive {
+            return Err(dropped("the link failed before"));
+        }
+        bytes(&mut io.out);
+        let me = w.waiter;
+        io.waiting.push_back(w);
+        let done = io.write_out();
+        finish(io, done, me);
         Ok(())
     }
 
-    async fn answer<T>(&self, rx: oneshot::Receiver<RedisResult<T>>) -> RedisResult<T> {
+    /// A new waiter's id on a tasks' link; 0 on the others.
+    fn waiter(&self) -> u64 {
+        #[cfg(unix)]
+        if self.0.tasks.get().is_some() {
+            return task::next_waiter();
+        }
+        0
+    }
+
+    async fn answer<T>(&self, rx: oneshot::Receiver<RedisResult<T>>, waiter: u64) -> RedisResult<T> {
         if self.0.own {
             return own::Answer::new(self.clone(), rx).await;
         }
         #[cfg(unix)]
-        if self.0.tasks.get().is_some() {
-            return task::Answer::new(self.clone(), rx).await;
+        if waiter != 0 {
+            return task::Answer::new(self.clone(), rx, waiter).await;
         }
         match tokio::time::timeout(self.0.timeout, rx).await {
             Ok(Ok(r)) => r,
@@ -589,8 +637,9 @@ impl DrivenLink {
 
     pub(super) async fn request(&self, cmd: &Cmd) -> RedisResult<Value> {
         let (tx, rx) = oneshot::channel();
-        self.enqueue(|out| cmd.write_packed_command(out), Waiting::One(tx))?;
-        self.answer(rx).await
+        let waiter = self.waiter();
+        self.enqueue(|out| cmd.write_packed_command(out), Waiting { waiter, want: Want::One(tx) })?;
+        self.answer(rx, waiter).await
     }
 
     pub(super) async fn request_many(
@@ -600,11 +649,12 @@ impl DrivenLink {
         count: usize,
     ) -> RedisResult<Vec<Value>> {
         let (tx, rx) = oneshot::channel();
-        let w = Waiting::Many { skip: offset, left: count, got: Vec::with_capacity(count), tx };
+        let waiter = self.waiter();
+        let w = Waiting { waiter, want: Want::Many { skip: offset, left: count, got: Vec::with_capacity(count), tx } };
         if offset + count == 0 {
             return Ok(Vec::new());
         }
         self.enqueue(|out| out.extend_from_slice(&pipe.get_packed_pipeline()), w)?;
-        self.answer(rx).await
+        self.answer(rx, waiter).await
     }
 }

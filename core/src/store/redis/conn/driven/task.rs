@@ -30,7 +30,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::oneshot;
 
-use super::{Direct, Done, DrivenLink, Io, Kind, Pause, dropped, lock};
+use super::{Direct, DrivenLink, Io, Kind, Pause, dropped, lock};
 use crate::sync::LockExt;
 
 /// The longest a lone waiter polls its socket before it parks (`DrivenLink::spin`).
@@ -47,6 +47,11 @@ const TICK: Duration = Duration::from_millis(10);
 
 /// Ids of waiters, unique in the process (0 is no waiter).
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
+
+/// A new waiter's id.
+pub(super) fn next_waiter() -> u64 {
+    NEXT_WAITER.fetch_add(1, Ordering::Relaxed)
+}
 
 /// A link's socket in the reactor of the runtime that opened it. A forked child leaves it
 /// registered: the reactor's epoll instance is the parent's too, and a removal from the
@@ -148,78 +153,75 @@ impl DrivenLink {
         Ok(())
     }
 
-    /// Does the I/O the socket is ready for, for the waiter `id`: true when it read (an
-    /// answer may have come), false when nothing more is ready (the reactor then holds
+    /// Does the I/O the socket is ready for, for the waiter `id`: true when its answer may
+    /// have come (it read, its request is no longer queued, or the link died, which
+    /// answered every request), false when nothing more is ready (the reactor then holds
     /// this waiter's waker for the socket).
     fn drive(&self, cx: &mut Context<'_>, id: u64, spun: &mut Option<bool>) -> bool {
         let Some(reg) = self.0.tasks.get() else { return false };
         let fd = &*reg.fd;
         let mut done = Vec::new();
-        let (read, alone) = {
-            let mut io = lock(&self.0.io);
-            if !io.alive {
-                // Its requests were failed when it died: each waiter's receiver has it.
-                return false;
-            }
-            if !io.out.is_empty() {
-                match fd.poll_write_ready(cx) {
-                    Poll::Ready(Ok(mut ready)) => {
-                        done.extend(io.write_out());
-                        if io.alive && !io.out.is_empty() {
-                            ready.clear_ready();
-                        }
+        let mut io = lock(&self.0.io);
+        // Answered by another waiter (answers are sent under the lock) or failed.
+        if !io.alive || !io.waiting.iter().any(|w| w.waiter == id) {
+            return true;
+        }
+        if !io.out.is_empty() {
+            match fd.poll_write_ready(cx) {
+                Poll::Ready(Ok(mut ready)) => {
+                    done.extend(io.write_out());
+                    if io.alive && !io.out.is_empty() {
+                        ready.clear_ready();
                     }
-                    Poll::Ready(Err(e)) => done.extend(io.kill(&e.to_string())),
-                    Poll::Pending => io.park(id, cx, true),
                 }
+                Poll::Ready(Err(e)) => done.extend(io.kill(&e.to_string())),
+                Poll::Pending => io.park(id, cx, true),
             }
-            if !io.alive {
-                (true, false)
-            } else {
-                match fd.poll_read_ready(cx) {
-                    Poll::Ready(Ok(mut ready)) => {
-                        // Drained: bytes that come later raise a new edge in the reactor.
-                        if io.read_in(&mut done) {
-                            ready.clear_ready();
-                        }
-                        (true, false)
+        }
+        let (read, alone) = if !io.alive {
+            (true, false)
+        } else {
+            match fd.poll_read_ready(cx) {
+                Poll::Ready(Ok(mut ready)) => {
+                    // Drained: bytes that come later raise a new edge in the reactor.
+                    if io.read_in(&mut done) {
+                        ready.clear_ready();
                     }
-                    Poll::Ready(Err(e)) => {
-                        done.extend(io.kill(&e.to_string()));
-                        (true, false)
-                    }
-                    Poll::Pending => {
-                        io.park(id, cx, false);
-                        (false, io.waiting.len() == 1 && io.out.is_empty())
-                    }
+                    (true, false)
+                }
+                Poll::Ready(Err(e)) => {
+                    done.extend(io.kill(&e.to_string()));
+                    (true, false)
+                }
+                Poll::Pending => {
+                    io.park(id, cx, false);
+                    (false, io.waiting.len() == 1 && io.out.is_empty())
                 }
             }
         };
-        done.into_iter().for_each(Done::send);
+        super::finish(io, done, id);
         if read || !alone {
             return read;
         }
         // One choice a request, kept for its time to count where it was made.
         let spin = *spun.get_or_insert_with(|| self.0.spin.choose(self.0.fd));
-        spin && self.spin()
+        spin && self.spin(id)
     }
 
     /// A lone request's waiter polls the socket for up to [`SPIN`] before it parks (when
     /// [`Spin::choose`] says so). Each turn yields the CPU to whatever else is runnable on
     /// it. True when it read (the waiter is then polled at once; the reactor still holds
     /// its waker otherwise).
-    fn spin(&self) -> bool {
+    fn spin(&self, id: u64) -> bool {
         let t0 = Instant::now();
         while t0.elapsed() < SPIN {
             std::thread::yield_now();
             let mut done = Vec::new();
-            let (read, alone) = {
-                let mut io = lock(&self.0.io);
-                let alive = io.read_in(&mut done);
-                (!done.is_empty() || !alive, io.waiting.len() == 1)
-            };
+            let mut io = lock(&self.0.io);
+            let alive = io.read_in(&mut done);
+            let (read, alone) = (!done.is_empty() || !alive, io.waiting.len() == 1);
+            super::finish(io, done, id);
             if read {
-                done.into_iter().for_each(Done::send);
                 return true;
             }
             if !alone {
@@ -349,11 +351,10 @@ pub(super) struct Answer<T> {
 }
 
 impl<T> Answer<T> {
-    pub(super) fn new(link: DrivenLink, rx: oneshot::Receiver<RedisResult<T>>) -> Answer<T> {
+    pub(super) fn new(link: DrivenLink, rx: oneshot::Receiver<RedisResult<T>>, id: u64) -> Answer<T> {
         let now = tokio::time::Instant::now();
         let deadline = now + link.0.timeout;
         let tick = Box::pin(tokio::time::sleep_until((now + TICK).min(deadline)));
-        let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
         Answer { link, rx, tick, deadline, id, sent: Instant::now(), spun: None, left: false }
     }
 }
@@ -364,29 +365,36 @@ impl<T> Future for Answer<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RedisResult<T>> {
         let this = self.get_mut();
         loop {
-            if let Poll::Ready(r) = Pin::new(&mut this.rx).poll(cx) {
-                if let (Ok(_), Some(spun)) = (&r, this.spun) {
-                    this.link.0.spin.took(spun, this.sent.elapsed());
+            // No waker left with the receiver: whoever sends this answer wakes this
+            // waiter if it is parked (`super::finish`), unless it is this waiter itself.
+            let r = match this.rx.try_recv() {
+                Ok(r) => r,
+                Err(oneshot::error::TryRecvError::Closed) => Err(dropped("the link was dropped")),
+                Err(oneshot::error::TryRecvError::Empty) => {
+                    if this.link.drive(cx, this.id, &mut this.spun) {
+                        continue;
+                    }
+                    if this.tick.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    let now = tokio::time::Instant::now();
+                    if now >= this.deadline {
+                        // The request stays queued: its answer, if it comes, is read and dropped.
+                        this.leave();
+                        return Poll::Ready(Err(RedisError::from(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "no answer in time",
+                        ))));
+                    }
+                    this.tick.as_mut().reset((now + TICK).min(this.deadline));
+                    continue;
                 }
-                this.leave();
-                return Poll::Ready(r.unwrap_or_else(|_| Err(dropped("the link was dropped"))));
+            };
+            if let (Ok(_), Some(spun)) = (&r, this.spun) {
+                this.link.0.spin.took(spun, this.sent.elapsed());
             }
-            if this.link.drive(cx, this.id, &mut this.spun) {
-                continue;
-            }
-            if this.tick.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            let now = tokio::time::Instant::now();
-            if now >= this.deadline {
-                // The request stays queued: its answer, if it comes, is read and dropped.
-                this.leave();
-                return Poll::Ready(Err(RedisError::from(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "no answer in time",
-                ))));
-            }
-            this.tick.as_mut().reset((now + TICK).min(this.deadline));
+            this.leave();
+            return Poll::Ready(r);
         }
     }
 }

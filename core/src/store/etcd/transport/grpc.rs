@@ -1,5 +1,6 @@
-//! `etcd://`: etcd's gRPC API through the `etcd-client` crate (one HTTP/2 channel
-//! balanced over every endpoint given; user/password auth).
+//! `etcd://`: etcd's gRPC API through the `etcd-client` crate's generated clients, over
+//! one HTTP/2 connection an endpoint: `h2` on plain HTTP, tonic's channel over TLS;
+//! user/password auth.
 
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
@@ -17,6 +18,9 @@ use super::proto::{
     Event, Kv, OpResp, Range, RangeResp, Target, Transport, Txn, TxnOp, TxnResp, WatchStream, each_endpoint,
 };
 use crate::error::{Error, Result};
+
+/// HTTP/2 pings: every 10 s, answered within 5 s, or the connection counts as dead.
+const KEEP_ALIVE: (Duration, Duration) = (Duration::from_secs(10), Duration::from_secs(5));
 
 /// The gRPC transport: one client per endpoint, connected on first use; a call that
 /// cannot reach one endpoint goes to the next (etcd-client's own balanced channel keeps
@@ -47,7 +51,7 @@ impl Grpc {
         let mut opts = ConnectOptions::new()
             .with_timeout(timeout)
             .with_connect_timeout(connect_timeout)
-            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+            .with_keep_alive(KEEP_ALIVE.0, KEEP_ALIVE.1);
         if let Some((user, password)) = auth {
             opts = opts.with_user(user, password);
         }
@@ -95,13 +99,25 @@ impl Grpc {
     async fn client(&self, idx: usize) -> Result<Client> {
         let ep = format!("{}://{}", self.scheme, self.endpoints[idx]);
         let connect = || async {
-            tokio::time::timeout(
-                self.connect_timeout + self.timeout,
-                Client::connect([ep.as_str()], Some(self.opts.clone())),
-            )
-            .await
-            .map_err(|_| Error::connection(format!("{}: connecting to {} timed out", self.store, self.endpoints[idx])))?
-            .map_err(|e| self.err(e))
+            // Plain HTTP/2 goes over the direct channel (`h2`); TLS over tonic's.
+            let direct = (self.scheme == "http")
+                .then(|| super::h2::Direct::new(&self.endpoints[idx], self.connect_timeout, KEEP_ALIVE))
+                .flatten();
+            let connecting = async {
+                match direct {
+                    Some(d) => {
+                        let channel = etcd_client::Channel::Custom(tower::util::BoxCloneSyncService::new(d));
+                        Client::from_channel(channel, Some(self.opts.clone())).await
+                    }
+                    None => Client::connect([ep.as_str()], Some(self.opts.clone())).await,
+                }
+            };
+            tokio::time::timeout(self.connect_timeout + self.timeout, connecting)
+                .await
+                .map_err(|_| {
+                    Error::connection(format!("{}: connecting to {} timed out", self.store, self.endpoints[idx]))
+                })?
+                .map_err(|e| self.err(e))
         };
         self.clients[idx].get_or_try_init(connect).await.cloned()
     }

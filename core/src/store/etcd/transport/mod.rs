@@ -1,5 +1,6 @@
 //! How the etcd algorithms reach etcd: one small trait (`proto`) with two implementations,
-//! gRPC through `etcd-client` (`grpc`, feature `etcd`) and the JSON gateway over `reqwest`
+//! gRPC through `etcd-client` (`grpc`, feature `etcd`; on plain HTTP over a channel of its
+//! own, `h2`) and the JSON gateway over `reqwest`
 //! (`http`, feature `etcd-http`), sharing one endpoint failover.
 
 #[cfg(feature = "etcd-http")]
@@ -8,6 +9,8 @@ mod proto;
 
 #[cfg(feature = "etcd")]
 mod grpc;
+#[cfg(feature = "etcd")]
+mod h2;
 #[cfg(feature = "etcd-http")]
 mod http;
 

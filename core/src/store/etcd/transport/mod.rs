@@ -33,8 +33,12 @@ pub(crate) async fn connect(cfg: &EtcdConfig) -> Result<Arc<dyn Transport>> {
 }
 
 /// Whether etcd refused the credentials (gRPC 16 Unauthenticated, or 3 with etcd's
-/// "authentication failed"): a `Connection` error, as a refused password is on every
-/// store, so `baton run` exits with one code for it whatever the store.
+/// "authentication failed", or "user name is empty": none given where auth is on): a
+/// `Connection` error, as a refused password is on every store, so `baton run` exits with
+/// one code for it whatever the store.
 pub(crate) fn auth_refused(code: i32, message: &str) -> bool {
-    code == 16 || message.contains("authentication failed") || message.contains("invalid auth token")
+    code == 16
+        || message.contains("authentication failed")
+        || message.contains("invalid auth token")
+        || message.contains("user name is empty")
 }

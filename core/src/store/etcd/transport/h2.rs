@@ -205,7 +205,11 @@ async fn pipe(mut body: Body, mut stream: SendStream<Bytes>) {
                 stream.send_reset(h2::Reason::CANCEL);
                 return;
             }
-            None => stream.send_data(Bytes::new(), true),
+            None => {
+                // The body ended without saying so first: end the stream, once.
+                let _ = stream.send_data(Bytes::new(), true);
+                return;
+            }
         };
         if sent.is_err() || body.is_end_stream() {
             return;

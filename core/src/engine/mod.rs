@@ -307,7 +307,7 @@ impl Held {
         });
         match spec.lease {
             Lease::Watchdog { lease, renew } => held.renewer.add(&held, lease, renew, started),
-            Lease::Ttl(_) => held.renewer.watch_ttl(&held),
+            Lease::Ttl(_) => held.renewer.watch_ttl(&held, length),
         }
         spec.ctx.track(&held);
         held

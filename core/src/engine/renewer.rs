@@ -38,8 +38,9 @@ enum Kind {
     /// unless the store, asked a little before (`checking`: that question is out), says
     /// the lease was extended from elsewhere (`PermitSemaphore::update_lease`). `settled`:
     /// the deadline the store last confirmed unchanged, not asked about again.
-    /// `again`: asked too early to tell, asked again then.
-    Ttl { checking: bool, settled: Option<Instant>, again: Option<Instant> },
+    /// `again`: asked too early to tell, asked again then. `ahead`: how long before the
+    /// deadline it is first asked (`ask_ahead`).
+    Ttl { checking: bool, settled: Option<Instant>, again: Option<Instant>, ahead: Duration },
 }
 
 #[derive(Debug, Default)]
@@ -105,17 +106,18 @@ impl Renewer {
         self.shared.insert(held.live_id, entry, look);
     }
 
-    /// Watches the explicit-ttl lease of `held`: fires its lost signal once its deadline
-    /// has passed and the store has not said that it was extended.
-    pub(crate) fn watch_ttl(&self, held: &Arc<Held>) {
-        let entry =
-            Entry { held: Arc::downgrade(held), kind: Kind::Ttl { checking: false, settled: None, again: None } };
-        self.shared.insert(held.live_id, entry, ask_at(held.deadline()));
+    /// Watches the explicit-ttl lease of `held` (of length `lease`): fires its lost signal
+    /// once its deadline has passed and the store has not said that it was extended.
+    pub(crate) fn watch_ttl(&self, held: &Arc<Held>, lease: Duration) {
+        let ahead = ask_ahead(lease);
+        let kind = Kind::Ttl { checking: false, settled: None, again: None, ahead };
+        self.shared.insert(held.live_id, Entry { held: Arc::downgrade(held), kind }, ask_at(held.deadline(), ahead));
     }
 
-    /// A deadline moved (an `extend`): the loop must look by `at` (a shorter lease).
+    /// A deadline moved (an `extend`): the loop must look by `at` (a shorter lease), as
+    /// early as any ttl lease is first asked about.
     pub(crate) fn look_by(&self, at: Instant) {
-        self.shared.look_by(self.shared.entries(), ask_at(at));
+        self.shared.look_by(self.shared.entries(), ask_at(at, TTL_ASK_AHEAD_MAX));
     }
 
     /// Stops renewing the grant `live_id`.
@@ -124,15 +126,25 @@ impl Renewer {
     }
 }
 
-/// How long before a ttl lease's local deadline the store is asked whether it was
-/// extended elsewhere: an answer must arrive before the deadline to count.
-const TTL_ASK_AHEAD: Duration = Duration::from_millis(250);
+/// How long before a ttl lease's local deadline the store is first asked whether it was
+/// extended elsewhere: a quarter of the lease, within these bounds. An answer must arrive
+/// before the deadline to count, and on a loaded host one store read can take several
+/// hundred ms (etcd over TLS beside two test groups: a 3 s permit updated every 600 ms
+/// from another client was reported lost when 250 ms ahead was all its answer had).
+const TTL_ASK_AHEAD_MIN: Duration = Duration::from_millis(250);
+const TTL_ASK_AHEAD_MAX: Duration = Duration::from_secs(1);
 
-/// How soon a store that could not tell is asked again, before the deadline.
+/// How soon a store that could not tell is asked again, before the deadline; and, after a
+/// first question asked early, not again before `TTL_ASK_AHEAD_MIN` ahead of it (the
+/// number of questions stays that of a 250 ms lead).
 const TTL_ASK_AGAIN: Duration = Duration::from_millis(100);
 
-fn ask_at(deadline: Instant) -> Instant {
-    deadline.checked_sub(TTL_ASK_AHEAD).unwrap_or(deadline)
+fn ask_ahead(lease: Duration) -> Duration {
+    (lease / 4).clamp(TTL_ASK_AHEAD_MIN, TTL_ASK_AHEAD_MAX)
+}
+
+fn ask_at(deadline: Instant, ahead: Duration) -> Instant {
+    deadline.checked_sub(ahead).unwrap_or(deadline)
 }
 
 /// One renewal due now.
@@ -208,8 +220,8 @@ fn collect(s: &Shared) -> Look {
             }
             Kind::Ttl { checking: true, .. } => {}
             Kind::Ttl { settled: Some(at), .. } if *at == end => {}
-            Kind::Ttl { checking, again, .. } => {
-                let at = again.unwrap_or_else(|| ask_at(end));
+            Kind::Ttl { checking, again, ahead, .. } => {
+                let at = again.unwrap_or_else(|| ask_at(end, *ahead));
                 if at <= now {
                     *checking = true;
                     ask.push((*id, held));
@@ -237,6 +249,7 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: 
     let mut entries = shared.entries();
     // Released or lapsed meanwhile: nothing to report.
     let Some(entry) = entries.map.get_mut(&id) else { return };
+    let Kind::Ttl { ahead, .. } = entry.kind else { return };
     let mut settled = Some(end);
     let mut again = None;
     match left {
@@ -245,11 +258,14 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: 
             if later > end && held.deadline() == end {
                 held.set_deadline(later);
                 settled = None;
-            } else if Instant::now() + TTL_ASK_AGAIN < end {
+            } else {
                 // Still held, no later than planned as far as the store can tell (etcd
                 // counts whole seconds): an extension may yet land before the deadline.
-                settled = None;
-                again = Some(Instant::now() + TTL_ASK_AGAIN);
+                let next = (Instant::now() + TTL_ASK_AGAIN).max(ask_at(end, TTL_ASK_AHEAD_MIN));
+                if next < end {
+                    settled = None;
+                    again = Some(next);
+                }
             }
         }
         Ok(Some(None)) => {
@@ -261,8 +277,8 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: 
         // No answer in time, or an error: the deadline stands.
         Ok(None) | Err(_) => {}
     }
-    entry.kind = Kind::Ttl { checking: false, settled, again };
-    let at = again.unwrap_or_else(|| ask_at(held.deadline()));
+    entry.kind = Kind::Ttl { checking: false, settled, again, ahead };
+    let at = again.unwrap_or_else(|| ask_at(held.deadline(), ahead));
     shared.look_by(entries, at);
 }
 

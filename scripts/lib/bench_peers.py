@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -59,9 +61,136 @@ def pinned(cmd: List[str]) -> List[str]:
     return ["taskset", "-c", SIDE_CPUS, *cmd] if SIDE_CPUS else cmd
 
 
+# ---------------------------------------------------------------- CPU time (`--cpu`)
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+CPU_INTERVAL = 0.02  # seconds between samples: a scenario's 3 s window holds ~150
+
+
+def proc_ticks(pid: int) -> Optional[Tuple[int, int]]:
+    """(parent pid, user + system clock ticks of every thread) of a live process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    f = text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, …
+    return int(f[1]), int(f[11]) + int(f[12])
+
+
+def machine_ticks() -> int:
+    """Clock ticks every CPU spent busy (user, nice, system, irq, softirq, steal)."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return f[0] + f[1] + f[2] + f[5] + f[6] + f[7]
+
+
+def listening_pids(endpoints: str) -> List[int]:
+    """The processes listening on the ports of `endpoints` (host:port, comma-separated)."""
+    pids = set()
+    for ep in (e for e in endpoints.split(",") if e):
+        out = subprocess.run(["ss", "-Htlnp", f"sport = :{ep.rsplit(':', 1)[1]}"], capture_output=True, text=True,
+                             timeout=10).stdout
+        pids.update(int(x) for x in re.findall(r"pid=(\d+)", out))
+    return sorted(pids)
+
+
+class CpuSampler(threading.Thread):
+    """Samples, every CPU_INTERVAL, the CPU time of a side (its process and every descendant,
+    found anew every few samples; each pid's last figure kept once it ends), of the store's
+    servers, and of the whole machine, with the wall-clock time of each sample."""
+
+    def __init__(self, root: int, servers: List[int]) -> None:
+        super().__init__(daemon=True)
+        self.root, self.servers = root, servers
+        self.samples: List[Tuple[float, int, int, int]] = []  # (time, machine, servers, side)
+        self.side: Dict[int, int] = {}
+        self.halt = threading.Event()
+
+    def descendants(self) -> None:
+        parents = {}
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit() and (t := proc_ticks(int(d.name))):
+                parents[int(d.name)] = t[0]
+        tree, grew = {self.root}, True
+        while grew:
+            more = {p for p, pp in parents.items() if pp in tree} - tree
+            tree |= more
+            grew = bool(more)
+        for p in tree:
+            self.side.setdefault(p, 0)
+
+    def sample(self) -> None:
+        for p in self.side:
+            if (t := proc_ticks(p)) is not None:
+                self.side[p] = max(self.side[p], t[1])
+        servers = sum((proc_ticks(p) or (0, 0))[1] for p in self.servers)
+        self.samples.append((time.time(), machine_ticks(), servers, sum(self.side.values())))
+
+    def run(self) -> None:
+        n = 0
+        while not self.halt.is_set():
+            if n % 10 == 0:
+                self.descendants()
+            self.sample()
+            n += 1
+            self.halt.wait(CPU_INTERVAL)
+        self.sample()  # after the side ended: its last figures stand for the end of its window
+
+    def window(self, t0: float, t1: float) -> Optional[Tuple[float, float, float]]:
+        """CPU seconds (machine, servers, side) between wall-clock times t0 and t1, linearly
+        interpolated between the samples around each end."""
+        s = self.samples
+        if len(s) < 2 or t1 <= t0 or t1 > s[-1][0] or t0 < s[0][0] - 0.1:
+            return None
+        t0 = max(t0, s[0][0])  # a side at work before the first sample (started ms ago): from it
+
+        def at(t: float) -> List[float]:
+            i = next(k for k in range(1, len(s)) if s[k][0] >= t)
+            (ta, *a), (tb, *b) = s[i - 1], s[i]
+            w = (t - ta) / (tb - ta) if tb > ta else 1.0
+            return [x + (y - x) * w for x, y in zip(a, b)]
+
+        lo, hi = at(t0), at(t1)
+        m, sv, sd = ((y - x) / CLK_TCK for x, y in zip(lo, hi))
+        return m, sv, sd
+
+
+# The servers whose CPU time `--cpu` reads for the side being run (none: `--cpu` is off), and the
+# sampler of the last side run.
+CPU_SERVERS: Optional[List[int]] = None
+LAST_SAMPLER: Optional[CpuSampler] = None
+
+
+def cpu_per_op(sampler: CpuSampler, scen: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """µs of CPU per operation of one scenario: the side's, the servers', the machine's."""
+    w = sampler.window(scen.get("t0_unix") or 0.0, scen.get("t1_unix") or 0.0) if scen.get("ops") else None
+    if not w:
+        return None
+    m, sv, sd = (1e6 * x / scen["ops"] for x in w)
+    wall = 1e6 * (scen["t1_unix"] - scen["t0_unix"]) / scen["ops"]
+    return {"client_us": round(sd, 1), "servers_us": round(sv, 1), "machine_us": round(m, 1), "wall_us": round(wall, 1)}
+
+
 def run_json(cmd: List[str]) -> Dict[str, Any]:
-    """Runs a side; its stdout is one JSON object (on one line, or the whole output)."""
-    out = subprocess.run(pinned(cmd), capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    """Runs a side; its stdout is one JSON object (on one line, or the whole output). With
+    `--cpu`, samples its CPU time and the servers' while it runs (LAST_SAMPLER)."""
+    global LAST_SAMPLER
+    proc = subprocess.Popen(pinned(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = None
+    if CPU_SERVERS is not None:
+        sampler = CpuSampler(proc.pid, CPU_SERVERS)
+        sampler.start()
+    try:
+        stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError(f"{Path(cmd[0]).name}: no answer in {RUN_TIMEOUT} s") from None
+    finally:
+        if sampler:
+            sampler.halt.set()
+            sampler.join(timeout=10)
+    LAST_SAMPLER = sampler
+    out = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
     if out.returncode != 0:
         raise RuntimeError(f"{Path(cmd[0]).name} exited {out.returncode}: {out.stderr.strip()[-800:]}")
     text = out.stdout.strip()
@@ -81,7 +210,7 @@ def rust_scenarios(report: Dict[str, Any]) -> Dict[str, Any]:
         k = names[s["name"]]
         rate = s["ops_per_sec"] if k != "handoff" else None
         out[k] = {"ops": s["ops"], "ops_per_sec": rate, "p50_us": s["p50_us"], "p99_us": s["p99_us"],
-                  "max_us": s["max_us"]}
+                  "max_us": s["max_us"], "t0_unix": s.get("t0_unix"), "t1_unix": s.get("t1_unix")}
     return out
 
 
@@ -91,6 +220,7 @@ class Runner:
         self.targets = {"redis": a.redis, "redlock": a.redlock, "etcd": a.etcd, "zk": a.zk}
         self.out = Path(a.out)
         self.rounds_file = self.out / "rounds.jsonl"
+        self.server_pids: Dict[str, List[int]] = {}
 
     def baton_url(self, store: str, query: str) -> str:
         scheme = {"redis": "redis", "redlock": "redlock", "etcd": "etcd", "zk": "zk"}[store]
@@ -121,6 +251,10 @@ class Runner:
         return run_json(cmd)["scenarios"]
 
     def record(self, rnd: int, peer: str, label: str, side: str, store: str, target: str, fn: Any) -> None:
+        global CPU_SERVERS, LAST_SAMPLER
+        if self.a.cpu:
+            CPU_SERVERS = self.server_pids.setdefault(store, listening_pids(self.targets[store]))
+        LAST_SAMPLER = None
         before, t0 = loadavg(), time.time()
         row: Dict[str, Any] = {"round": rnd, "peer": peer, "label": label, "side": side, "store": store,
                                "target": target,
@@ -128,6 +262,9 @@ class Runner:
                                "loadavg": before}
         try:
             row["scenarios"] = fn()
+            for scen in row["scenarios"].values():
+                if LAST_SAMPLER and (cpu := cpu_per_op(LAST_SAMPLER, scen)):
+                    scen["cpu"] = cpu
         except Exception as e:  # one failed side is recorded, the rounds go on
             row["error"] = str(e)
         row["seconds"] = round(time.time() - t0, 2)
@@ -374,6 +511,7 @@ def summary_md(rows: List[Dict[str, Any]]) -> str:
                    f"| {fmt_num(many['baton'])} / {fmt_num(many['peer'])} | {fmt_ratio(many)} "
                    f"| {fmt_us(ho['baton'])} / {fmt_us(ho['peer'])} | {fmt_ratio(ho, lower=True)} |")
     errors = [r for r in rows if "error" in r]
+    out += cpu_md(rows)
     if floors:
         out += ["", "Floor: baton's uncontended cycle (Rust, 1 task) against redis-benchmark (one client) running "
                 "the same scripts with the same keys and arguments (acquire on a fresh name; release of one level "
@@ -391,6 +529,33 @@ def summary_md(rows: List[Dict[str, Any]]) -> str:
         out += ["", f"{len(errors)} side(s) failed: " + "; ".join(
             f"round {r['round']} {r['peer']} {r['side']}: {r['error'][:120]}" for r in errors)]
     return "\n".join(out) + "\n"
+
+
+def cpu_md(rows: List[Dict[str, Any]]) -> List[str]:
+    """With `--cpu`: the CPU time a cycle costs the client, the store's servers and the whole
+    machine (the two include the kernel's work for them), and its wall time, medians over
+    rounds; the machine's figure against 2 × wall says how near the run is to the cores' bound."""
+    if not any("cpu" in v for r in rows for v in r.get("scenarios", {}).values()):
+        return []
+    out = ["", "CPU time per cycle (`--cpu`; µs, baton / peer, medians over rounds): the client's process, the "
+           "store's servers, every CPU of the machine; wall: the cycle's share of the scenario's time "
+           f"({os.cpu_count()} CPUs: a machine figure near {os.cpu_count()} × wall is CPU-bound).", "",
+           "| baton (side) vs peer | 1 task: client | servers | machine | wall | 64 tasks: client | servers | machine "
+           "| wall |", "|---|---|---|---|---|---|---|---|---|"]
+    for peer, side, rs in groups(rows):
+        if peer.startswith("floor-"):
+            continue
+        label = next(r["label"] for r in rs)
+        cells = []
+        for scen in ("one", "many"):
+            for k in ("client_us", "servers_us", "machine_us", "wall_us"):
+                def m(who: str) -> Optional[float]:
+                    return med([r["scenarios"][scen]["cpu"][k] for r in rs if r["side"] == who and "error" not in r
+                                and "cpu" in r["scenarios"].get(scen, {})])
+                b, q = m(side), m("peer")
+                cells.append(f"{fmt_num(b) if b is not None else '–'} / {fmt_num(q) if q is not None else '–'}")
+        out.append(f"| {side[6:]} vs {label} | " + " | ".join(cells) + " |")
+    return out
 
 
 # ---------------------------------------------------------------- SVG
@@ -519,6 +684,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("--busy", action="store_true")
     r.add_argument("--pin", default="", choices=["", "same", "split"])
     r.add_argument("--side-cpus", default="")
+    r.add_argument("--cpu", action="store_true")
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
     a = ap.parse_args(argv)

@@ -80,6 +80,53 @@ class Report(unittest.TestCase):
         self.assertIn("redsync 4.18", texts)
 
 
+class Cpu(unittest.TestCase):
+    def test_window_interpolates_between_samples(self) -> None:
+        s = bench_peers.CpuSampler(0, [])
+        tck = bench_peers.CLK_TCK
+        # (time, machine, servers, side) in clock ticks: one second of each, at 2, 1 and 0.5 CPUs.
+        s.samples = [(10.0, 0, 0, 0), (11.0, 2 * tck, tck, tck // 2), (12.0, 4 * tck, 2 * tck, tck)]
+        m, sv, sd = s.window(10.5, 11.5) or (0, 0, 0)
+        self.assertAlmostEqual(m, 2.0)
+        self.assertAlmostEqual(sv, 1.0)
+        self.assertAlmostEqual(sd, 0.5)
+        self.assertIsNone(s.window(9.0, 11.0))  # before the first sample: unknown, not zero
+        per = bench_peers.cpu_per_op(s, {"ops": 1000, "t0_unix": 10.0, "t1_unix": 12.0})
+        self.assertEqual(per, {"client_us": 1000.0, "servers_us": 2000.0, "machine_us": 4000.0, "wall_us": 2000.0})
+
+    def test_a_side_that_burns_cpu_is_measured(self) -> None:
+        # The side spins on its own CPU time (not the wall clock) for 0.6 s and reports that window;
+        # whatever the load, its process's CPU time over the window is about 0.6 s.
+        burn = ("import json, time; t0 = time.time(); c = time.process_time()\n"
+                "while time.process_time() - c < 0.6: pass\n"
+                "print(json.dumps({'scenarios': {'one': {'ops': 600, 't0_unix': t0, 't1_unix': time.time()}}}))")
+        saved = bench_peers.CPU_SERVERS
+        try:
+            bench_peers.CPU_SERVERS = []
+            out = bench_peers.run_json([sys.executable, "-c", burn])
+            cpu = bench_peers.cpu_per_op(bench_peers.LAST_SAMPLER, out["scenarios"]["one"])
+        finally:
+            bench_peers.CPU_SERVERS = saved
+        assert cpu is not None
+        # 1 000 µs of CPU per "op"; the ticks are 10 ms and the ends interpolated: ±10 %.
+        self.assertGreater(cpu["client_us"], 900)
+        self.assertLess(cpu["client_us"], 1100)
+        self.assertGreaterEqual(cpu["machine_us"], cpu["client_us"] * 0.9)
+        self.assertEqual(cpu["servers_us"], 0)
+
+    def test_summary_has_a_cpu_table_only_with_cpu_figures(self) -> None:
+        rows = bench_peers.read_rounds(SAMPLE)
+        self.assertNotIn("CPU time per cycle", bench_peers.summary_md(rows))
+        for r in rows:
+            for k, scen in r.get("scenarios", {}).items():
+                base = 100.0 if r["side"].startswith("baton-") else 150.0
+                scen["cpu"] = {"client_us": base, "servers_us": 2 * base, "machine_us": 3 * base, "wall_us": base}
+        md = bench_peers.summary_md(rows)
+        self.assertIn("CPU time per cycle", md)
+        row = next(x for x in md.splitlines() if x.startswith("| rust vs redsync") and "100 / 150" in x)
+        self.assertIn("| 100 / 150 | 200 / 300 | 300 / 450 | 100 / 150 |", row)
+
+
 class Monitor(unittest.TestCase):
     LINES = [
         'OK',

@@ -93,9 +93,15 @@ type stats struct {
 	P50       float64  `json:"p50_us"`
 	P99       float64  `json:"p99_us"`
 	Max       float64  `json:"max_us"`
+	// The timed part's wall-clock window, seconds since the epoch (bench-peers --cpu).
+	T0 float64 `json:"t0_unix"`
+	T1 float64 `json:"t1_unix"`
 }
 
-func summarize(lat []time.Duration, elapsed time.Duration, rate bool) stats {
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func summarize(lat []time.Duration, start time.Time, rate bool) stats {
+	elapsed := time.Since(start)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	q := func(p float64) float64 {
@@ -104,7 +110,7 @@ func summarize(lat []time.Duration, elapsed time.Duration, rate bool) stats {
 		}
 		return us(lat[int(p*float64(len(lat)-1))])
 	}
-	s := stats{Ops: len(lat), P50: q(0.5), P99: q(0.99), Max: q(1)}
+	s := stats{Ops: len(lat), P50: q(0.5), P99: q(0.99), Max: q(1), T0: unix(start), T1: unix(start.Add(elapsed))}
 	if rate && elapsed > 0 {
 		r := float64(len(lat)) / elapsed.Seconds()
 		s.OpsPerSec = &r
@@ -146,7 +152,7 @@ func uncontended(ctx context.Context, mk factory, tasks, n int, d time.Duration)
 		}(l)
 	}
 	wg.Wait()
-	return summarize(all, time.Since(start), true)
+	return summarize(all, start, true)
 }
 
 // handoff: two handles on one name; the holder lets the waiter park 10 ms, then releases;
@@ -172,8 +178,9 @@ func handoff(ctx context.Context, mk factory, n, most int, d time.Duration) stat
 		lat = append(lat, (<-granted).Sub(t))
 		holder, waiter = waiter, holder
 	}
+	s := summarize(lat, start, false)
 	die(holder.unlock(ctx))
-	return summarize(lat, 0, false)
+	return s
 }
 
 func die(err error) {

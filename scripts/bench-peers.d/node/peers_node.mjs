@@ -29,10 +29,21 @@ const MANY = 64;
 const SETTLE_MS = 10; // the holder lets the waiter park before releasing, as `baton bench` does
 const TTL = 30_000; // node-redlock's lease, as baton's watchdog lease
 
-function summary(samples, elapsedMs) {
+/** `t0` (performance.now() at the timed part's start) also gives its wall-clock window, for `bench-peers --cpu`. */
+function summary(samples, t0, rate) {
   const s = Float64Array.from(samples).sort();
   const q = (p) => (s.length ? s[Math.floor(p * (s.length - 1))] : 0);
-  return { ops: s.length, ops_per_sec: elapsedMs ? (s.length / elapsedMs) * 1000 : null, p50_us: q(0.5), p99_us: q(0.99), max_us: q(1) };
+  const elapsedMs = performance.now() - t0;
+  const unix = (t) => (performance.timeOrigin + t) / 1000;
+  return {
+    ops: s.length,
+    ops_per_sec: rate && elapsedMs ? (s.length / elapsedMs) * 1000 : null,
+    p50_us: q(0.5),
+    p99_us: q(0.99),
+    max_us: q(1),
+    t0_unix: unix(t0),
+    t1_unix: unix(t0 + elapsedMs),
+  };
 }
 
 /** `tasks` loops at once, a name each, until `iterations` cycles in all or the duration. */
@@ -53,7 +64,7 @@ async function uncontended(makeCycle, tasks) {
       return s;
     }),
   );
-  return summary(all.flat(), performance.now() - t0);
+  return summary(all.flat(), t0, true);
 }
 
 /** Two handles on one name: from the holder's release call to the waiter's grant. */
@@ -62,7 +73,8 @@ async function handoff(take, give, most) {
   let held = await take(name, 0);
   let turn = 1;
   const samples = [];
-  const until = performance.now() + durationMs;
+  const t0 = performance.now();
+  const until = t0 + durationMs;
   while (samples.length < most && performance.now() < until) {
     let at = 0;
     const granted = take(name, turn).then((g) => ((at = performance.now()), g));
@@ -73,8 +85,9 @@ async function handoff(take, give, most) {
     samples.push((at - start) * 1000);
     turn = 1 - turn;
   }
+  const s = summary(samples, t0, false);
   await give(held);
-  return summary(samples, 0);
+  return s;
 }
 
 async function nodeRedlock() {

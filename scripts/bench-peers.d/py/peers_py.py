@@ -27,13 +27,18 @@ bench.SETTLE = 0.010  # the holder lets the waiter park 10 ms before releasing, 
 MANY = 64
 
 
+def windowed(t0: float, stats: Dict[str, Any]) -> Dict[str, Any]:
+    """`stats` with the timed part's wall-clock window (`bench-peers --cpu` reads CPU time over it)."""
+    return {**stats, "t0_unix": t0, "t1_unix": time.time()}
+
+
 def summary(samples_ns: Any, elapsed: Any) -> Dict[str, Any]:
     return bench.summary("", samples_ns, elapsed)
 
 
 def handoff(take: Callable[[int], Any], give: Callable[[Any], None], ops: int, seconds: float) -> Dict[str, Any]:
     """Handles 0 and 1 pass one lock; a sample runs from the holder's release to the grant."""
-    return bench.handoff("hand-off", bench.Budget(ops, seconds), take, give)
+    return windowed(time.time(), bench.handoff("hand-off", bench.Budget(ops, seconds), take, give))
 
 
 def uncontended(make: Callable[[str], Callable[[], None]], tasks: int, ops: int, seconds: float) -> Dict[str, Any]:
@@ -41,6 +46,7 @@ def uncontended(make: Callable[[str], Callable[[], None]], tasks: int, ops: int,
     for c in cycles:
         c()  # warm-up: connections, scripts
     lock, claimed, all_ns = threading.Lock(), [0], []  # type: ignore[var-annotated]
+    t0 = time.time()
     start = time.perf_counter()
     deadline = start + seconds
 
@@ -62,7 +68,7 @@ def uncontended(make: Callable[[str], Callable[[], None]], tasks: int, ops: int,
         t.start()
     for t in threads:
         t.join()
-    return summary(all_ns, time.perf_counter() - start)
+    return windowed(t0, summary(all_ns, time.perf_counter() - start))
 
 
 def redis_py(url: str, a: argparse.Namespace) -> Dict[str, Any]:

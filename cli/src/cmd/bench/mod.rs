@@ -103,6 +103,9 @@ struct Scenario {
     p50_us: f64,
     p99_us: f64,
     max_us: f64,
+    /// The timed part's window on the wall clock, in seconds since the Unix epoch.
+    t0_unix: f64,
+    t1_unix: f64,
 }
 
 pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result<u8, Failure> {
@@ -162,6 +165,7 @@ async fn measure(
 fn scenario(name: &'static str, description: &'static str, tasks: usize, s: Sample) -> Scenario {
     let us = |ns: u64| (ns as f64 / 10.0).round() / 100.0;
     let secs = s.elapsed.as_secs_f64();
+    let t0 = s.began.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     Scenario {
         name,
         description,
@@ -172,6 +176,8 @@ fn scenario(name: &'static str, description: &'static str, tasks: usize, s: Samp
         p50_us: us(s.hist.value_at_quantile(0.5)),
         p99_us: us(s.hist.value_at_quantile(0.99)),
         max_us: us(s.hist.max()),
+        t0_unix: t0,
+        t1_unix: t0 + secs,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use baton::{Client, Lock, LockGuard};
 use hdrhistogram::Histogram;
@@ -17,11 +17,14 @@ use crate::exit::{self, Failure};
 /// ~3–5 ms, and a release within them measured the waiter's start, not the hand-off.
 const SETTLE: Duration = Duration::from_millis(10);
 
-/// What a scenario measured: operation count, wall time, per-operation latency (ns).
+/// What a scenario measured: operation count, wall time, per-operation latency (ns), and
+/// when the timed part began on the wall clock (for `scripts/bench-peers --cpu`, which
+/// reads the processes' CPU time over that window).
 pub(super) struct Sample {
     pub(super) ops: u64,
     pub(super) elapsed: Duration,
     pub(super) hist: Histogram<u64>,
+    pub(super) began: SystemTime,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -55,6 +58,7 @@ pub(super) async fn cycles(
         l.acquire().await?.release().await?;
     }
     let claimed = Arc::new(AtomicU64::new(0));
+    let began = SystemTime::now();
     let started = Instant::now();
     let deadline = started + limit;
     let mut joins = tokio::task::JoinSet::new();
@@ -75,7 +79,7 @@ pub(super) async fn cycles(
         let h = done.map_err(task_failed)??;
         hist.add(&h).map_err(|e| Failure::new(exit::SOFTWARE, format!("histogram: {e}")))?;
     }
-    Ok(Sample { ops: hist.len(), elapsed: started.elapsed(), hist })
+    Ok(Sample { ops: hist.len(), elapsed: started.elapsed(), hist, began })
 }
 
 /// Two handles pass one lock back and forth. Each round: a waiter task starts acquiring,
@@ -85,6 +89,7 @@ pub(super) async fn handoff(client: &Client, max: u64, limit: Duration) -> Resul
     let mut waiter_lock = client.lock("bench/handoff");
     let mut held: LockGuard = holder_lock.acquire().await?;
     let mut hist = histogram();
+    let began = SystemTime::now();
     let started = Instant::now();
     while hist.len() < max && started.elapsed() < limit {
         let (ready_tx, ready_rx) = oneshot::channel();
@@ -106,5 +111,5 @@ pub(super) async fn handoff(client: &Client, max: u64, limit: Duration) -> Resul
     }
     let elapsed = started.elapsed();
     held.release().await?;
-    Ok(Sample { ops: hist.len(), elapsed, hist })
+    Ok(Sample { ops: hist.len(), elapsed, hist, began })
 }

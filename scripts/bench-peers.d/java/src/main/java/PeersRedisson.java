@@ -27,8 +27,12 @@ public final class PeersRedisson {
         int n = ns.size();
         java.util.function.DoubleUnaryOperator q = p -> n == 0 ? 0 : ns.get((int) (p * (n - 1))) / 1000.0;
         String rate = elapsedSec > 0 ? String.format(Locale.ROOT, "%.1f", n / elapsedSec) : "null";
-        return String.format(Locale.ROOT, "{\"ops\":%d,\"ops_per_sec\":%s,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f}",
-                n, rate, q.applyAsDouble(0.5), q.applyAsDouble(0.99), q.applyAsDouble(1.0));
+        // A timed loop ends just now: its wall-clock window, for bench-peers --cpu.
+        double t1 = System.currentTimeMillis() / 1000.0;
+        String window = elapsedSec > 0
+                ? String.format(Locale.ROOT, ",\"t0_unix\":%.3f,\"t1_unix\":%.3f", t1 - elapsedSec, t1) : "";
+        return String.format(Locale.ROOT, "{\"ops\":%d,\"ops_per_sec\":%s,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f%s}",
+                n, rate, q.applyAsDouble(0.5), q.applyAsDouble(0.99), q.applyAsDouble(1.0), window);
     }
 
     static String uncontended(RedissonClient r, int tasks, long durationMs, long iterations) throws Exception {

@@ -31,10 +31,13 @@ private fun summary(samples: MutableList<Long>, elapsedSec: Double): String {
     val n = samples.size
     fun q(p: Double) = if (n == 0) 0.0 else samples[(p * (n - 1)).toInt()] / 1000.0
     val rate = if (elapsedSec > 0) String.format(Locale.ROOT, "%.1f", n / elapsedSec) else "null"
+    // A timed loop ends just now: its wall-clock window, for bench-peers --cpu.
+    val t1 = System.currentTimeMillis() / 1000.0
+    val window = if (elapsedSec > 0) String.format(Locale.ROOT, ",\"t0_unix\":%.3f,\"t1_unix\":%.3f", t1 - elapsedSec, t1) else ""
     return String.format(
         Locale.ROOT,
-        "{\"ops\":%d,\"ops_per_sec\":%s,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f}",
-        n, rate, q(0.5), q(0.99), q(1.0),
+        "{\"ops\":%d,\"ops_per_sec\":%s,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f%s}",
+        n, rate, q(0.5), q(0.99), q(1.0), window,
     )
 }
 

@@ -2,7 +2,7 @@
 // several) and etcd clientv3's `concurrency.Mutex`, timed in the three scenarios of
 // `baton bench` and printed as one JSON object (the shape every side of the bench prints):
 //
-//	peers-go -peer redsync|etcd -endpoints 127.0.0.1:37010[,…] -d 3s -n 10000 -handoff-max 100
+//	peers-go -peer redsync|etcd -endpoints 127.0.0.1:31010[,…] -d 3s -n 10000 -handoff-max 100
 package main
 
 import (

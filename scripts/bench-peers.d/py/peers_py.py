@@ -3,7 +3,7 @@
 binding (blocking API), timed in the three scenarios of ``baton bench`` and printed as one
 JSON object, the shape every side of the bench prints:
 
-  peers_py.py --side redis-py|baton --url redis://127.0.0.1:37010[?scheme=simple] \
+  peers_py.py --side redis-py|baton --url redis://127.0.0.1:31010[?scheme=simple] \
       [--duration S] [--iterations N] [--handoff-max K]
 
 64 tasks are 64 threads, a name and a handle each (a blocking client's way to overlap).

@@ -1,7 +1,7 @@
 // Redisson's RLock, the JVM side of `scripts/bench-peers`, timed in the three scenarios of
 // `baton bench` and printed as one JSON object, the shape every side of the bench prints:
 //
-//   java -cp … PeersRedisson 127.0.0.1:37010 DURATION_MS ITERATIONS HANDOFF_MAX
+//   java -cp … PeersRedisson 127.0.0.1:31010 DURATION_MS ITERATIONS HANDOFF_MAX
 //
 // `lock()` without a lease time: Redisson's watchdog (30 s), as baton's default lease.
 

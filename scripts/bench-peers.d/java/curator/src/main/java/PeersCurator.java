@@ -2,7 +2,7 @@
 // timed in the three scenarios of `baton bench` and printed as one JSON object, the shape
 // every side of the bench prints (as PeersRedisson):
 //
-//   java -cp … PeersCurator 127.0.0.1:37030 DURATION_MS ITERATIONS HANDOFF_MAX
+//   java -cp … PeersCurator 127.0.0.1:31030 DURATION_MS ITERATIONS HANDOFF_MAX
 //
 // Lock paths under /bench-curator/, apart from baton's bench/… names on the same server.
 

@@ -356,12 +356,26 @@ mod tests {
     use crate::store::{Store, Subscription, memory::Memory};
     use crate::{Client, DEFAULT_LEASE, DEFAULT_RENEW, Lease, LockOptions, StoreUrl};
 
-    /// The memory store, counting the watchdog's store calls.
+    /// The memory store, counting the watchdog's store calls; its `inspect` (the keeper's
+    /// question about a ttl lease) answers after `inspect_delay`, as a loaded store would.
     #[derive(Debug)]
     struct Counting {
         inner: Memory,
         batches: AtomicUsize,
         items: AtomicUsize,
+        inspect_delay: Duration,
+    }
+
+    impl Counting {
+        fn new(url: &StoreUrl, inspect_delay: Duration) -> std::sync::Arc<Counting> {
+            let inner = Memory::open(url).unwrap();
+            std::sync::Arc::new(Counting {
+                inner,
+                batches: AtomicUsize::new(0),
+                items: AtomicUsize::new(0),
+                inspect_delay,
+            })
+        }
     }
 
     #[async_trait]
@@ -387,6 +401,7 @@ mod tests {
             Store::subscribe(&self.inner, key).await
         }
         async fn inspect(&self, key: &Key) -> Result<Inspection> {
+            tokio::time::sleep(self.inspect_delay).await;
             self.inner.inspect(key).await
         }
     }
@@ -396,11 +411,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn many_leases_are_renewed_in_batches() {
         let url = StoreUrl::parse(&format!("memory://renew-batches-{}", uuid::Uuid::new_v4())).unwrap();
-        let counting = std::sync::Arc::new(Counting {
-            inner: Memory::open(&url).unwrap(),
-            batches: AtomicUsize::new(0),
-            items: AtomicUsize::new(0),
-        });
+        let counting = Counting::new(&url, Duration::ZERO);
         let defaults = Lease::Watchdog { lease: DEFAULT_LEASE, renew: DEFAULT_RENEW };
         let client = Client::from_backend(counting.clone(), url.clone(), defaults, String::new());
         let opts = LockOptions::new().lease(Duration::from_secs(5)).renew_every(Duration::from_millis(500));
@@ -451,6 +462,26 @@ mod tests {
         .await
         .expect("every ttl lease reported lost");
         assert!(!first.is_lost());
+    }
+
+    /// A ttl lease extended from another client stays held when the store takes 300 ms to
+    /// answer the keeper's question (asked a quarter of the 4 s lease, 1 s, ahead; at
+    /// 250 ms ahead the answer came after the deadline and the lease read as lost).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_extension_from_elsewhere_counts_from_a_slow_store() {
+        let url = StoreUrl::parse(&format!("memory://ttl-slow-{}", uuid::Uuid::new_v4())).unwrap();
+        let defaults = Lease::Watchdog { lease: DEFAULT_LEASE, renew: DEFAULT_RENEW };
+        let client =
+            Client::from_backend(Counting::new(&url, Duration::from_millis(300)), url.clone(), defaults, String::new());
+        let other = Client::connect(&url.to_string()).await.unwrap();
+        let p = client.permit_semaphore("p", 1).acquire_lease(Duration::from_secs(4)).await.unwrap();
+        // Updated every 500 ms, twelve times: 6 s on a 4 s lease, each update leaving 3.5 s.
+        for _ in 0..12 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            other.permit_semaphore("p", 1).update_lease(p.id(), Duration::from_secs(4)).await.unwrap();
+        }
+        assert!(!p.is_lost(), "a lease extended from elsewhere read as lost");
+        p.release().await.unwrap();
     }
 
     /// An `extend` to a shorter lease than the keeper planned for is watched from then on.

@@ -44,6 +44,11 @@ impl Grant {
         &self.held.lost
     }
 
+    /// Time left until the local end of the lease (zero once it passed).
+    pub(crate) fn lease_remaining(&self) -> Duration {
+        self.held.deadline().saturating_duration_since(Instant::now())
+    }
+
     /// Releases the whole grant.
     pub(crate) async fn release(mut self) -> Result<()> {
         if self.done {

@@ -43,6 +43,16 @@ macro_rules! grant_methods {
             $crate::LostSignal::new(self.grant.lost_token().clone())
         }
 
+        /// How long until this holder's local end of its lease (zero once it has passed):
+        /// the end the lost signal fires at, counted on this process's monotonic clock from
+        /// when the request that set the lease was sent, less the drift margin, so it comes
+        /// before the store's own end. It moves later with every answered renewal, `extend`
+        /// or confirmed update, so read it again rather than keep it. (A duration, not an
+        /// instant, so that it means the same on every platform.)
+        pub fn lease_remaining(&self) -> std::time::Duration {
+            self.grant.lease_remaining()
+        }
+
         /// Sets the lease to `lease` from now (for `ttl` grants; a watchdog grant accepts it
         /// too and keeps renewing afterwards).
         ///

@@ -111,7 +111,15 @@ impl Redlock {
     }
 
     fn no_quorum(&self, what: &str, answered: usize, need: usize, first: Option<Error>) -> Error {
-        let cause = first.map(|e| format!(": {}", e.message())).unwrap_or_default();
+        // A node's message starts with its own `Redis redis://…` (the node's URL): `node
+        // host:port` says the same in the Redlock URL's terms, shorter.
+        let cause = first.map_or_else(String::new, |e| {
+            let m = e.message();
+            let node = self.config.nodes.iter().find_map(|(at, url)| {
+                m.strip_prefix(&format!("Redis {url}: ")).map(|rest| format!(": node {at}: {rest}"))
+            });
+            node.unwrap_or_else(|| format!(": {m}"))
+        });
         Error::connection(format!(
             "{}: no quorum to {what}: {answered} of {} nodes answered, {need} needed{cause}",
             self.config.store,

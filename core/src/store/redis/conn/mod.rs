@@ -107,6 +107,9 @@ impl Dial {
     }
 
     fn cannot(&self, e: RedisError) -> Error {
+        if let Some(refused) = refused_login(&self.store, &e) {
+            return refused.with_source(e);
+        }
         Error::connection(format!("cannot connect to {}: {e}", self.store)).with_source(e)
     }
 }
@@ -334,10 +337,12 @@ fn failover_error(e: &RedisError) -> bool {
 /// the rest `Backend`. The message never holds the URL's password (the driver's errors
 /// do not carry it, and `store` is redacted).
 fn error(store: &str, e: RedisError) -> Error {
-    let msg = format!("{store}: {e}");
     // A refused password is `Connection` on every store (one exit code for it in `baton run`).
-    let refused = matches!(e.code(), Some("WRONGPASS" | "NOAUTH"));
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() || refused {
+    if let Some(refused) = refused_login(store, &e) {
+        return refused.with_source(e);
+    }
+    let msg = format!("{store}: {e}");
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
         Error::connection(msg).with_source(e)
     } else if msg.contains("WRONGTYPE") {
         Error::backend(format!(
@@ -347,6 +352,35 @@ fn error(store: &str, e: RedisError) -> Error {
         .with_source(e)
     } else {
         Error::backend(msg).with_source(e)
+    }
+}
+
+/// A refused login, on whichever path met it (the driver's `AUTH` at connect, a command
+/// or a pipeline of them on a connection that never logged in, a sentinel): the one short
+/// `Connection` error of it, never the driver's whole answer (a pipeline of script loads
+/// refused with `NOAUTH` prints every item). `None` for any other error.
+pub(crate) fn refused_login(store: &str, e: &RedisError) -> Option<Error> {
+    let failed = e.kind() == redis::ErrorKind::AuthenticationFailed;
+    refused_login_said(store, &e.to_string(), failed)
+}
+
+/// As [`refused_login`], from the server's words (`said`: `WRONGPASS …`, `NOAUTH …`, or a
+/// driver's message about them); `failed`: the driver already knows it is a refused login.
+pub(crate) fn refused_login_said(store: &str, said: &str, failed: bool) -> Option<Error> {
+    // `Protocol error: unauthenticated multibulk length`: a server with a password drops a
+    // connection that never logged in and sends a long command (a script call).
+    let no_password =
+        said.contains("NOAUTH") || said.contains("Authentication required") || said.contains("unauthenticated");
+    let wrong = said.contains("WRONGPASS")
+        || said.contains("invalid username-password pair")
+        || said.contains("Password authentication failed");
+    if no_password && !wrong {
+        let sentinel = if store.contains("+sentinel://") { " (the sentinels': ?sentinel_password=)" } else { "" };
+        Some(Error::connection(format!("{store}: Redis requires a password (NOAUTH); the URL gives none{sentinel}")))
+    } else if wrong || failed {
+        Some(Error::connection(format!("{store}: Redis refused the credentials (WRONGPASS: wrong password or user)")))
+    } else {
+        None
     }
 }
 

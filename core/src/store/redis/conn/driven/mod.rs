@@ -481,15 +481,18 @@ impl DrivenLink {
                     let v = redis::parse_redis_value(&got[..len]).map_err(|e| e.to_string())?;
                     got.drain(..len);
                     answers += 1;
-                    // The server's own words (`WRONGPASS …`) hold no password.
-                    if answers < asked {
-                        v.extract_error().map_err(|e| e.to_string())?;
+                    // The server's own words (`WRONGPASS …`) hold no password. The name's
+                    // refusal is not fatal, unless it says a password is missing (`NOAUTH`):
+                    // then no command would be taken either.
+                    match v.extract_error() {
+                        Err(e) if answers < asked || e.code() == Some("NOAUTH") => return Err(e.to_string()),
+                        _ => {}
                     }
                 }
             }
             Ok(())
         };
-        login().map_err(cannot)?;
+        login().map_err(|said| super::refused_login_said(store, &said, false).unwrap_or_else(|| cannot(said)))?;
         let ready = |s: &TcpStream| -> io::Result<()> {
             s.set_read_timeout(None)?;
             s.set_write_timeout(None)?;

@@ -35,18 +35,18 @@ impl StoreUrl {
         let (scheme, rest) = url.split_once("://").ok_or_else(|| {
             Error::invalid_url(format!(
                 "`{}` is not a store URL: expected scheme://… such as sqlite:///path/file.db or redis://127.0.0.1:6379",
-                redact_raw(url)
+                redact(url)
             ))
         })?;
         if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) {
-            return Err(Error::invalid_url(format!("`{}` has an invalid scheme", redact_raw(url))));
+            return Err(Error::invalid_url(format!("`{}` has an invalid scheme", redact(url))));
         }
         if url.contains('\0') {
             return Err(Error::invalid_url("store URL contains a NUL byte"));
         }
-        // `user:pa/ss@host`, `user:pa?ss@host`: a raw `/` or `?` in the password. Taken
-        // for what it means (and never echoed) rather than split there.
-        let (userinfo, rest) = match raw_userinfo_end(rest) {
+        // `user:pa/ss@host`, `user:a/b@cd@host`: a raw `/`, `?`, `#` or `@` in the password.
+        // Taken for what it means (and never echoed) rather than split there.
+        let (userinfo, rest) = match userinfo_end(rest) {
             Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
             None => (None, rest),
         };
@@ -54,31 +54,40 @@ impl StoreUrl {
             Some((b, q)) => (b, Some(q)),
             None => (rest, None),
         };
-        let (authority, path) = match before_query.find('/') {
+        let (hosts, path) = match before_query.find('/') {
             Some(i) => before_query.split_at(i),
             None => (before_query, ""),
         };
-        let (userinfo, hosts) = match (userinfo, authority.rfind('@')) {
-            (Some(ui), _) => (Some(ui), authority),
-            (None, Some(i)) => (Some(&authority[..i]), &authority[i + 1..]),
-            (None, None) => (None, authority),
+        let bad = |what: &str| {
+            Error::invalid_url(format!(
+                "{what} of {} is not UTF-8 once percent-decoded: write text, each byte of its UTF-8 as %XX",
+                redact(url)
+            ))
         };
         let (user, password) = match userinfo {
             None => (None, None),
-            Some(ui) => match ui.split_once(':') {
-                Some((u, p)) => (Some(decode(u)), Some(decode(p))),
-                None => (Some(decode(ui)), None),
-            },
+            Some(ui) => {
+                let (u, p) = ui.split_once(':').map_or((ui, None), |(u, p)| (u, Some(p)));
+                let user = percent_decode(u, false).ok_or_else(|| bad("the user name"))?;
+                let password = p.map(|p| percent_decode(p, false).ok_or_else(|| bad("the password"))).transpose()?;
+                (Some(user), password)
+            }
         };
-        let options =
-            query.map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
+        let path = percent_decode(path, false).ok_or_else(|| bad("the path"))?;
+        let mut options = Vec::new();
+        for kv in query.unwrap_or("").split('&').filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let k = percent_decode(k, true).ok_or_else(|| bad("an option name"))?;
+            let v = percent_decode(v, true).ok_or_else(|| bad(&format!("option `{k}`")))?;
+            options.push((k, v));
+        }
         Ok(StoreUrl {
             raw: url.to_owned(),
             scheme: scheme.to_ascii_lowercase(),
             user,
             password,
             hosts: hosts.to_owned(),
-            path: decode(path),
+            path,
             options,
         })
     }
@@ -196,75 +205,116 @@ impl StoreUrl {
     /// `redis://` store per node this way).
     #[cfg_attr(not(feature = "redlock"), allow(dead_code))]
     pub(crate) fn with_host(&self, scheme: &str, host: &str, options: &[(String, String)]) -> Result<StoreUrl> {
+        // The credentials percent-encoded again: whatever raw `/`, `?` or `@` the password
+        // held, the node's URL parses to the same user and password.
+        let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20");
+        let userinfo = match (&self.user, &self.password) {
+            (Some(u), Some(p)) => format!("{}:{}@", enc(u), enc(p)),
+            (Some(u), None) => format!("{}@", enc(u)),
+            (None, _) => String::new(),
+        };
+        // The path as written (it decodes to `self.path`).
         let rest = self.raw.split_once("://").map_or("", |(_, r)| r);
-        let before_query = rest.split_once('?').map_or(rest, |(b, _)| b);
-        let (authority, path) = before_query.find('/').map_or((before_query, ""), |i| before_query.split_at(i));
-        let userinfo = authority.rfind('@').map_or("", |i| &authority[..=i]);
+        let after = userinfo_end(rest).map_or(rest, |at| &rest[at + 1..]);
+        let before_query = after.split_once('?').map_or(after, |(b, _)| b);
+        let path = before_query.find('/').map_or("", |i| &before_query[i..]);
         let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(options).finish();
         let query = if query.is_empty() { query } else { format!("?{query}") };
         StoreUrl::parse(&format!("{scheme}://{userinfo}{host}{path}{query}"))
     }
 }
 
-fn decode(s: &str) -> String {
-    url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
+/// Percent-decodes `s` (`+` as a space too in a query, `plus_is_space`); `None` when the
+/// bytes are not UTF-8 (a lossy decoding would give two different values one meaning:
+/// `prefix=%FF` and `prefix=%FE` would share one namespace). A `%` not followed by two
+/// hex digits stays as written.
+fn percent_decode(s: &str, plus_is_space: bool) -> Option<String> {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+            (b'+', _, _) if plus_is_space => out.push(b' '),
+            (c, _, _) => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
 }
 
-/// Best-effort redaction of a string that failed to parse: hides whatever sits between
-/// the last `:` and the `@` of the authority, and the value of every query option named
-/// `…password` (`redis+sentinel://…?sentinel_password=`).
-fn redact_raw(s: &str) -> String {
-    let shown = redact_authority(s);
-    let Some((head, query)) = shown.split_once('?') else { return shown };
+/// Where the user info of `rest` (a URL after its `scheme://`) ends: the offset of its
+/// `@`, if it has one. Parsing and redaction both ask this, so what `Display` hides is
+/// exactly what was taken as the password.
+///
+/// The user info ends at the last `@` that an authority can follow (no other `@` before
+/// the next `/`, `?` or `#`), so a raw `@`, `/`, `?` or `#` in the password stays in the
+/// password (`u:a/b@cd@host`, `u:p@ss:w/rd?x#y@host`). An `@` after a raw `/`, `?` or
+/// `#` ends user info only after `user:password`, where the password does not start like
+/// a port (`h:6379/0?prefix=a@b` has none, nor has `sqlite:///tmp/a@b.db`). And when the
+/// text before such an `@` holds a query (`?k=`) while a plain `user:pw@host` precedes
+/// it, the plain one is the user info (`u:pw@h/0?prefix=a@b`). So in a URL whose password
+/// holds a raw `/`, `?` or `#`, an `@` in the path must be written `%40`.
+fn userinfo_end(rest: &str) -> Option<usize> {
+    let follows_authority = |i: usize| {
+        let after = &rest[i + 1..];
+        !after[..after.find(['/', '?', '#']).unwrap_or(after.len())].contains('@')
+    };
+    let plain = |i: usize| !rest[..i].contains(['/', '?', '#']);
+    let raw_password = |i: usize| {
+        let Some((user, pass)) = rest[..i].split_once(':') else { return false };
+        let digits = pass.bytes().take_while(u8::is_ascii_digit).count();
+        let port = digits > 0 && matches!(pass.as_bytes().get(digits), None | Some(b'/' | b'?' | b'#' | b','));
+        !user.contains(['/', '?', '#', '@', '[', ']', ',']) && !port
+    };
+    let ats = || rest.match_indices('@').map(|(i, _)| i).rev().filter(|i| follows_authority(*i));
+    let last_plain = ats().find(|i| plain(*i));
+    let last_raw = ats().find(|i| !plain(*i) && raw_password(*i));
+    let query_before = |i: usize| rest[..i].find('?').is_some_and(|q| rest[q..i].contains('='));
+    match (last_raw, last_plain) {
+        (Some(r), Some(p)) if query_before(r) => Some(p),
+        (Some(r), _) => Some(r),
+        (None, p) => p,
+    }
+}
+
+/// The one redaction of baton's messages: `s` (a store URL, parsed or not) with the
+/// password of its user info (see [`userinfo_end`]) and the value of every query option
+/// named `…password` (`redis+sentinel://…?sentinel_password=`) shown as `***`.
+fn redact(s: &str) -> String {
+    let (head, rest) = match s.split_once("://") {
+        Some((h, r)) => (&s[..h.len() + 3], r),
+        None => ("", s),
+    };
+    let (shown, after) = match userinfo_end(rest) {
+        Some(at) => {
+            let ui = &rest[..at];
+            let user = ui.split_once(':').map_or(ui.to_owned(), |(u, _)| format!("{u}:***"));
+            (format!("{head}{user}@"), &rest[at + 1..])
+        }
+        None => (head.to_owned(), rest),
+    };
+    let Some((authority_path, query)) = after.split_once('?') else { return format!("{shown}{after}") };
     let query: Vec<String> = query
         .split('&')
         .map(|kv| match kv.split_once('=') {
-            Some((k, _)) if decode(k).to_ascii_lowercase().ends_with("password") => format!("{k}=***"),
+            Some((k, _)) if percent_decode(k, true).unwrap_or_default().to_ascii_lowercase().ends_with("password") => {
+                format!("{k}=***")
+            }
             _ => kv.to_owned(),
         })
         .collect();
-    format!("{head}?{}", query.join("&"))
-}
-
-/// Where the user info ends (its `@`) when the password holds a raw `/` or `?`: the text
-/// before the first `/` or `?` is `user:x` with no `@`, where `x` is no port (not all
-/// digits) and no host list (no `,`), and an `@` follows.
-fn raw_userinfo_end(rest: &str) -> Option<usize> {
-    let sep = rest.find(['/', '?'])?;
-    let (user, pass) = rest[..sep].split_once(':')?;
-    if user.is_empty() || rest[..sep].contains('@') || pass.contains(',') || pass.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    rest[sep..].find('@').map(|i| sep + i)
-}
-
-fn redact_authority(s: &str) -> String {
-    let (head, rest) = match s.split_once("://") {
-        Some((h, r)) => (format!("{h}://"), r),
-        None => (String::new(), s),
-    };
-    if let Some(at) = raw_userinfo_end(rest) {
-        let user = rest[..at].split_once(':').map_or("", |(u, _)| u);
-        return format!("{head}{user}:***@{}", &rest[at + 1..]);
-    }
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (auth, tail) = rest.split_at(end);
-    match auth.rfind('@') {
-        Some(at) => {
-            let ui = &auth[..at];
-            let user = ui.split_once(':').map(|(u, _)| format!("{u}:***")).unwrap_or(ui.to_owned());
-            format!("{head}{user}@{}{tail}", &auth[at + 1..])
-        }
-        None => format!("{head}{rest}"),
-    }
+    format!("{shown}{authority_path}?{}", query.join("&"))
 }
 
 impl fmt::Display for StoreUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&redact_raw(&self.raw))
+        f.write_str(&redact(&self.raw))
     }
 }
 
@@ -331,6 +381,65 @@ mod tests {
         assert_eq!(u.option("sentinel_password"), Some("hunter2"));
         let e = StoreUrl::parse("not a url with :hunter2@").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidUrl);
+    }
+
+    /// Issue #39 item 8: a raw password with both `/` and `@` (and `:`, `?`, `#`) is the
+    /// password up to the last `@` before the host, parsed and redacted alike; an `@` in
+    /// the path or query of an ordinary URL stays where it is.
+    #[test]
+    fn raw_at_and_slash_in_the_password() {
+        for (raw, password, hosts, shown) in [
+            (
+                "redis://u:a/b@cd@127.0.0.1:18380?bogus",
+                "a/b@cd",
+                "127.0.0.1:18380",
+                "redis://u:***@127.0.0.1:18380?bogus",
+            ),
+            ("redis://u:p@ss:w/rd?x#y@127.0.0.1:1/0", "p@ss:w/rd?x#y", "127.0.0.1:1", "redis://u:***@127.0.0.1:1/0"),
+            ("redlock://u:a/b@cd@h1:1,h2:2/3?x=1", "a/b@cd", "h1:1,h2:2", "redlock://u:***@h1:1,h2:2/3?x=1"),
+            ("zk://:a/b@cd@h:2181/chroot", "a/b@cd", "h:2181", "zk://:***@h:2181/chroot"),
+            ("postgres://u:a@b@h/db", "a@b", "h", "postgres://u:***@h/db"),
+            ("redis://u:pw@h/0?prefix=a@b", "pw", "h", "redis://u:***@h/0?prefix=a@b"),
+        ] {
+            let u = StoreUrl::parse(raw).unwrap();
+            assert_eq!((u.password(), u.hosts()), (Some(password), hosts), "{raw}");
+            assert_eq!(u.to_string(), shown, "{raw}");
+        }
+        assert_eq!(StoreUrl::parse("redis://u:pw@h/0?prefix=a@b").unwrap().option("prefix"), Some("a@b"));
+        // A node of a redlock:// URL: the same credentials, encoded again; the path as written.
+        let u = StoreUrl::parse("redlock://u:a/b@cd@h1:1,h2:2/3?retry_count=1").unwrap();
+        let n = u.with_host("redis", "h2:2", &[]).unwrap();
+        assert_eq!((n.user(), n.password(), n.hosts(), n.path()), (Some("u"), Some("a/b@cd"), "h2:2", "/3"));
+        assert_eq!(n.to_string(), "redis://u:***@h2:2/3");
+        // Unparsable: the same redaction.
+        let e = StoreUrl::parse("re dis://u:a/b@cd@h").unwrap_err();
+        assert!(!e.message().contains("cd") && e.message().contains("u:***@h"), "{e}");
+    }
+
+    /// Issue #39 item 16: percent-decoding that yields no UTF-8 is `InvalidUrl` naming the
+    /// part (never a lossy U+FFFD: `%FF` and `%FE` would be one prefix), for every part
+    /// that decodes; the password's message does not show it.
+    #[test]
+    fn percent_decoding_must_give_utf8() {
+        for (raw, part) in [
+            ("memory://?prefix=%FF", "option `prefix`"),
+            ("redis://h?prefix=a%C3", "option `prefix`"),
+            ("etcd://h?%FF=1", "an option name"),
+            ("redis://%FF:pw@h", "the user name"),
+            ("postgres://u:hunter2%FF@h/db", "the password"),
+            ("sqlite:///tmp/%FF.db", "the path"),
+            ("zk://h:2181/a%FEb", "the path"),
+        ] {
+            let e = StoreUrl::parse(raw).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidUrl, "{raw}: {e}");
+            assert!(e.message().starts_with(part), "{raw}: {e}");
+            assert!(!e.message().contains("hunter2"), "{raw}: {e}");
+        }
+        let u = StoreUrl::parse("redis://u%C3%A9:p%2B+@h?prefix=%C3%A9+x&k").unwrap();
+        assert_eq!(
+            (u.user(), u.password(), u.option("prefix"), u.option("k")),
+            (Some("ué"), Some("p++"), Some("é x"), Some(""))
+        );
     }
 
     #[test]

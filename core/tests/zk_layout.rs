@@ -148,8 +148,9 @@ async fn chroot_and_digest_auth() {
     let kids = alice.list_children(&format!("/{root}-auth/x")).await.unwrap();
     assert_eq!(kids.len(), 1);
     assert!(matches!(z.get_data(&format!("/{root}-auth/x/{}", kids[0])).await, Err(zk::Error::NoAuth)));
-    let other = Client::connect(&format!("zk://bob:other@{host}/{root}-auth")).await.unwrap();
-    let e = other.lock("x").try_acquire().await.unwrap_err();
+    // Another identity is refused at connect (`wrong_digest_credentials_are_refused`).
+    let e = Client::connect(&format!("zk://bob:other@{host}/{root}-auth")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     assert!(!e.to_string().contains("other") && !e.to_string().contains(secret), "{e}");
     g.release().await.unwrap();
     let bad =
@@ -264,4 +265,209 @@ async fn tls_with_ca_and_client_certificate() {
     }
     let e = Client::connect(&format!("zk://127.0.0.1:1?ca={ca}")).await.err().unwrap();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
+
+/// `connect_timeout` bounds the first connect (issue #39, item 9): a closed port fails with
+/// `Connection` naming the address soon after it, where the client used to retry for the
+/// whole session timeout (30 s by default), also for `--wait 0` and `inspect`.
+#[tokio::test]
+async fn closed_port_fails_within_connect_timeout() {
+    let port = baton_testkit::free_port();
+    let secret = "pw-not-shown";
+    let t0 = Instant::now();
+    let e = Client::connect(&format!("zk://u:{secret}@127.0.0.1:{port}?connect_timeout=500ms"))
+        .await
+        .expect_err("no server on a closed port");
+    // 500 ms asked; 4 s leaves room for a loaded machine and stays far below the 30 s the
+    // session timeout made it before.
+    assert!(t0.elapsed() < Duration::from_secs(4), "failed after {:?}", t0.elapsed());
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.to_string().contains(&format!("127.0.0.1:{port}")), "names the address: {e}");
+    assert!(!e.to_string().contains(secret), "{e}");
+}
+
+/// A ttl lease far longer than the session timeout (issue #39, item 10: every ttl ≥ 50 ×
+/// `session_timeout` read as lost at once): 2000 s and 30 days are granted, stay held past
+/// several session timeouts (the ttl keeper sees the node still there each time its
+/// session-bounded local end nears), exclude others, and release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl_leases_beyond_fifty_session_timeouts_hold() {
+    // 4 s: the old bound refused every ttl from 200 s on.
+    let c = Client::connect(&format!("{}?session_timeout=4s", url())).await.unwrap();
+    let other = Client::connect(&url()).await.unwrap();
+    let mut held = Vec::new();
+    for ttl in [Duration::from_secs(2000), Duration::from_secs(30 * 86_400)] {
+        let name = unique("zk-long-ttl");
+        let g = c.lock_with(&name, LockOptions::new().ttl(ttl)).acquire().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!g.is_lost(), "a {ttl:?} lease lost at once");
+        let left = other.inspect(&name).await.unwrap().holders[0].lease_left.unwrap();
+        assert!(left > ttl - Duration::from_secs(60), "{left:?} of {ttl:?} left");
+        held.push((name, g));
+    }
+    // Three session timeouts: each local end (one session timeout after the last look)
+    // passed and was moved on.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    for (name, g) in held {
+        assert!(!g.is_lost(), "{name}: lost while its node stands");
+        assert!(other.lock(&name).try_acquire().await.unwrap().is_none(), "{name}: held for others");
+        g.release().await.unwrap();
+        let again = other.lock(&name).try_acquire().await.unwrap().expect("free after the release");
+        again.release().await.unwrap();
+    }
+}
+
+/// Names whose znode is one of another name's own nodes (issue #39, item 11): a contender
+/// (`V/lock-0000000000` parsed as a contender of `V` and held it for 27–52 s after its
+/// release), a semaphore's `leases`, a latch's `latch`, or a path under one of them, are
+/// refused with `InvalidArgument` by every primitive, and `V` is free right after its release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_of_the_layouts_own_nodes_are_refused() {
+    let (c, other) = (Client::connect(&url()).await.unwrap(), Client::connect(&url()).await.unwrap());
+    let v = unique("zk-collide");
+    let g = c.lock(&v).acquire().await.unwrap();
+    let id = protected_id("someone");
+    let names = [
+        format!("{v}/lock-0000000000"),
+        format!("{v}/_c_{id}-lock-0000000000"),
+        format!("{v}/_c_{id}-__READ__0000000003"),
+        format!("{v}/__WRIT__0000000004"),
+        format!("{v}/block-0000000005"),
+        format!("{v}/lock-0000000000/deeper"),
+        format!("{v}/leases"),
+        format!("{v}/leases/_c_{id}-lease-0000000001"),
+        format!("{v}/latch"),
+        format!("{v}/latch/x"),
+    ];
+    for n in &names {
+        let refused = |what: &str, e: baton::Error| {
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{what} `{n}`: {e}");
+            assert!(e.to_string().contains(n.as_str()), "{what}: names the name: {e}");
+        };
+        refused("lock", c.lock(n).try_acquire().await.expect_err("lock"));
+        refused("waiting lock", c.lock(n).acquire_timeout(Duration::from_secs(1)).await.expect_err("lock"));
+        refused("read lock", c.rw_lock(n).try_read().await.expect_err("read"));
+        refused("write lock", c.rw_lock(n).try_write().await.expect_err("write"));
+        refused("semaphore", c.semaphore(n, 2).try_acquire().await.expect_err("semaphore"));
+        refused("latch", c.count_down_latch(n).try_set_count(1).await.expect_err("latch"));
+        refused("inspect", c.inspect(n).await.expect_err("inspect"));
+    }
+    // Names that only look alike are names.
+    for n in [format!("{v}/lock-1"), format!("{v}/leases-x"), format!("{v}-latch"), format!("{v}/x/latchkey")] {
+        let h = c.lock(&n).try_acquire().await.unwrap().unwrap_or_else(|| panic!("{n} free"));
+        h.release().await.unwrap();
+    }
+    g.release().await.unwrap();
+    let again = other.lock(&v).try_acquire().await.unwrap().expect("V free right after its release");
+    again.release().await.unwrap();
+}
+
+/// How many waiters `name`'s queue shows.
+async fn waiters(c: &Client, name: &str) -> usize {
+    c.inspect(name).await.unwrap().waiters.len()
+}
+
+/// Polls (every 20 ms, at most 10 s) until `name`'s queue shows `n` waiters.
+async fn until_waiters(c: &Client, name: &str, n: usize) {
+    let t0 = Instant::now();
+    while waiters(c, name).await != n {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{name}: never {n} waiters");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waiters that give up leave the queue (issue #39, item 17: a waiter ended by SIGINT left
+/// its node, and the next waiter was granted ~2.5 s after the release, when the node's
+/// place lapsed): one whose acquire future is dropped in a running process, and one that
+/// does as `baton run` on SIGINT — drops its acquire, closes its client and ends its
+/// runtime at once (a process exiting). The waiter behind both is granted promptly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_that_give_up_leave_no_place() {
+    let name = unique("zk-gone-waiter");
+    let holder = Client::connect(&url()).await.unwrap();
+    let g = holder.lock(&name).acquire().await.unwrap();
+    // 1: dropped here (the task aborted).
+    let dropped = tokio::spawn({
+        let (c, name) = (Client::connect(&url()).await.unwrap(), name.clone());
+        async move { c.lock(&name).acquire().await.map(drop) }
+    });
+    until_waiters(&holder, &name, 1).await;
+    // 2: a "process" of its own: a current-thread runtime on its own thread, as the CLI's.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (queued_tx, queued) = std::sync::mpsc::channel::<()>();
+    let exiting = std::thread::spawn({
+        let name = name.clone();
+        move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let c = Client::connect(&url()).await.unwrap();
+                let lock = c.lock(&name);
+                queued_tx.send(()).unwrap();
+                tokio::select! {
+                    r = lock.acquire() => panic!("granted while held: {:?}", r.map(|g| g.token())),
+                    _ = stopped => {}
+                }
+                c.close().await;
+            });
+            // The runtime ends here with whatever it had spawned, as a process exits.
+        }
+    });
+    queued.recv().unwrap();
+    until_waiters(&holder, &name, 2).await;
+    // 3: the one that must not wait for the others' places.
+    let third = tokio::spawn({
+        let (c, name) = (Client::connect(&url()).await.unwrap(), name.clone());
+        async move { c.lock(&name).acquire().await.map(|g| (g, Instant::now())) }
+    });
+    until_waiters(&holder, &name, 3).await;
+    dropped.abort();
+    stop.send(()).unwrap();
+    exiting.join().unwrap();
+    let released = Instant::now();
+    g.release().await.unwrap();
+    let (g3, at) = bounded("the third waiter granted", Duration::from_secs(10), third).await.unwrap().unwrap();
+    // A wake-up takes ~10 ms; 1 s leaves room for a loaded machine and stays below the 2 s
+    // a place left behind would last.
+    assert!(at.duration_since(released) < Duration::from_secs(1), "granted {:?} after the release", at - released);
+    assert_eq!(holder.inspect(&name).await.unwrap().waiters.len(), 0, "no place left behind");
+    g3.release().await.unwrap();
+}
+
+/// Digest credentials that are not the identity the nodes belong to are refused at connect
+/// (issue #39, item 15: a wrong password acted as another identity: free names worked, the
+/// owner's nodes answered "not authorized"): under a chroot made by `alice`, `alice` with
+/// the wrong password, another user and no credentials get `Connection` (the CLI's 69)
+/// naming the user, never the password; the right password works. Without a chroot, the
+/// owner's nodes refuse the wrong password with `Connection` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_digest_credentials_are_refused() {
+    let host = url().trim_start_matches("zk://").to_owned();
+    let root = unique("zk-creds");
+    let right = "right-pw-1";
+    let alice = Client::connect(&format!("zk://alice:{right}@{host}/{root}")).await.unwrap();
+    let g = alice.lock("x").acquire().await.unwrap();
+    for (who, creds) in [("alice", "alice:wrong-pw-2@"), ("bob", "bob:other-pw-3@"), ("", "")] {
+        let e = Client::connect(&format!("zk://{creds}{host}/{root}")).await.expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::Connection, "{creds}: {e}");
+        let msg = e.to_string();
+        assert!(msg.contains("refused"), "{msg}");
+        if !who.is_empty() {
+            assert!(msg.contains(&format!("user `{who}`")), "{msg}");
+        }
+        assert!(!msg.contains("wrong-pw-2") && !msg.contains("other-pw-3") && !msg.contains(right), "{msg}");
+    }
+    let again = Client::connect(&format!("zk://alice:{right}@{host}/{root}")).await.unwrap();
+    assert!(again.lock("x").try_acquire().await.unwrap().is_none(), "the right password: held by alice's other client");
+    g.release().await.unwrap();
+    again.lock("x").try_acquire().await.unwrap().expect("free").release().await.unwrap();
+
+    // No chroot: the name's own node refuses the wrong password.
+    let name = unique("zk-creds-name");
+    let owner = Client::connect(&format!("zk://alice:{right}@{host}")).await.unwrap();
+    let g = owner.lock(&name).acquire().await.unwrap();
+    let wrong = Client::connect(&format!("zk://alice:wrong-pw-2@{host}")).await.unwrap();
+    let e = wrong.lock(&name).try_acquire().await.expect_err("alice's node refuses another identity");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.to_string().contains("user `alice`") && !e.to_string().contains("wrong-pw-2"), "{e}");
+    g.release().await.unwrap();
 }

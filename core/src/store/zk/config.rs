@@ -45,6 +45,10 @@ pub(crate) struct ZkConfig {
     pub(crate) timeout: Duration,
     /// `zks://`'s TLS.
     pub(crate) tls: Option<ZkTls>,
+    /// The znode of the directory `?prefix=` puts every name in (`team/` → `/team`), when
+    /// the prefix has one in the direct form: its ACL is checked at connect with the
+    /// chroot's (`auth.rs`).
+    pub(crate) prefix_dir: Option<String>,
     /// The URL with the password redacted, for messages.
     pub(crate) store: String,
 }
@@ -80,9 +84,15 @@ impl ZkConfig {
             _ => None,
         };
         let tls = tls(url)?;
+        let prefix_dir = url
+            .option("prefix")
+            .and_then(|p| p.rsplit_once('/'))
+            .map(|(dir, _)| path::of_name(dir))
+            .filter(|p| !p.starts_with("/%/"));
         Ok(ZkConfig {
             hosts: hosts.join(","),
             tls,
+            prefix_dir,
             chroot,
             digest,
             session_timeout: url.duration_option("session_timeout", DEFAULT_SESSION)?,
@@ -162,6 +172,9 @@ mod tests {
         assert_eq!(c.session_timeout, Duration::from_secs(4));
         assert!(!c.store.contains("secret") && !format!("{c:?}").contains("secret"));
         assert_eq!(cfg("zk://h/").unwrap().chroot, "");
+        assert_eq!(cfg("zk://h?prefix=team/a/").unwrap().prefix_dir.as_deref(), Some("/team/a"));
+        assert_eq!(cfg("zk://h?prefix=team-").unwrap().prefix_dir, None);
+        assert_eq!(cfg("zk://h?prefix=/x").unwrap().prefix_dir, None, "escaped names have no common directory");
     }
 
     #[test]

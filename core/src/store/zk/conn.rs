@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use zookeeper_client as zk;
 
+use super::auth;
 use super::config::ZkConfig;
 use super::entries::Mine;
 use crate::error::{Error, Result};
@@ -83,7 +84,11 @@ impl Conn {
         if let Some((u, p)) = &cfg.digest {
             conn = conn.with_auth("digest", format!("{u}:{p}").as_bytes());
         }
-        let bound = cfg.connect_timeout + cfg.session_timeout;
+        // `connect_timeout` per server of the URL, in turn: the client cycles through them
+        // (a closed port answers at once, a silent one takes the connect timeout) and would
+        // go on for the whole session timeout.
+        let servers = u32::try_from(cfg.hosts.split(',').count()).unwrap_or(u32::MAX).max(1);
+        let bound = cfg.connect_timeout.saturating_mul(servers);
         let connecting = match &cfg.tls {
             Some(tls) => {
                 // rustls on the ring provider, as the Redis store's TLS: once per process,
@@ -101,19 +106,68 @@ impl Conn {
         let c = match tokio::time::timeout(bound, connecting).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return Err(self.err("connect", e)),
-            Err(_) => return Err(Error::connection(format!("{}: no session within {bound:?}", cfg.store))),
+            Err(_) => {
+                return Err(Error::connection(format!(
+                    "{}: no ZooKeeper session from {} within {bound:?} (connect_timeout {:?} per server)",
+                    cfg.store, cfg.hosts, cfg.connect_timeout
+                )));
+            }
         };
-        if cfg.chroot.is_empty() {
-            return Ok(c);
+        let c = if cfg.chroot.is_empty() {
+            c
+        } else {
+            // The chroot is made if missing (as Curator's namespace), then the client moves
+            // into it. Another identity's create is refused even where the chroot exists
+            // (the parent's ACL is checked first): its ACL, read next, tells.
+            let opts = zk::CreateMode::Persistent.with_acls(self.acls());
+            match self.bounded(c.mkdir(&cfg.chroot, &opts)).await {
+                Ok(()) | Err(zk::Error::NodeExists | zk::Error::NoAuth) => {}
+                Err(e) => return Err(self.err("create the chroot", e)),
+            }
+            c.chroot(cfg.chroot.as_str())
+                .map_err(|_| Error::invalid_url(format!("{}: bad chroot `{}`", cfg.store, cfg.chroot)))?
+        };
+        self.check_access(&c).await?;
+        Ok(c)
+    }
+
+    /// Refuses credentials (or their absence) that the ACL of the chroot (the root without
+    /// one) or of the prefix's directory shuts out (`auth.rs`): a wrong digest password is
+    /// another identity, which would otherwise see free names work and the owner's fail.
+    async fn check_access(&self, c: &zk::Client) -> Result<()> {
+        let me = self.cfg.digest.as_ref().map(|(u, p)| auth::digest_id(u, p));
+        for node in std::iter::once("/").chain(self.cfg.prefix_dir.as_deref()) {
+            let shown = match (self.cfg.chroot.as_str(), node) {
+                ("", n) => n.to_owned(),
+                (r, "/") => r.to_owned(),
+                (r, n) => format!("{r}{n}"),
+            };
+            match self.bounded(c.get_acl(node)).await {
+                Ok((acls, _)) => {
+                    if let Some(why) = auth::refusal(&acls, me.as_deref(), &shown) {
+                        return Err(self.refused(&why));
+                    }
+                }
+                // The prefix's directory is made with the first name in it.
+                Err(zk::Error::NoNode) if node != "/" => {}
+                // The chroot is missing: its create above was refused.
+                Err(zk::Error::NoNode) => return Err(self.err("create the chroot", zk::Error::NoAuth)),
+                Err(e) => return Err(self.err(&format!("read the ACL of `{shown}`"), e)),
+            }
         }
-        // The chroot is made if missing (as Curator's namespace), then the client moves into it.
-        let opts = zk::CreateMode::Persistent.with_acls(self.acls());
-        match self.bounded(c.mkdir(&cfg.chroot, &opts)).await {
-            Ok(()) | Err(zk::Error::NodeExists) => {}
-            Err(e) => return Err(self.err("create the chroot", e)),
-        }
-        c.chroot(cfg.chroot.as_str())
-            .map_err(|_| Error::invalid_url(format!("{}: bad chroot `{}`", cfg.store, cfg.chroot)))
+        Ok(())
+    }
+
+    /// ZooKeeper's refusal of this client's identity, as `Connection` (every store's refused
+    /// login): names the user, never the password.
+    fn refused(&self, why: &str) -> Error {
+        Error::connection(match &self.cfg.digest {
+            Some((u, _)) => format!("{}: ZooKeeper refused the credentials for user `{u}`: {why}", self.cfg.store),
+            None => format!(
+                "{}: ZooKeeper refused access without credentials: {why}; give them in the URL (zk://user:password@…)",
+                self.cfg.store
+            ),
+        })
     }
 
     /// The ACL of every node baton creates: the creator's (digest) identity when the URL
@@ -153,6 +207,9 @@ impl Conn {
             | zk::Error::Custom(_) => Error::connection(msg),
             zk::Error::ClientClosed if self.closed.load(Ordering::Acquire) => Error::closed(),
             zk::Error::ClientClosed => Error::connection(msg),
+            // A node of another identity (digest credentials that are not its owner's: a
+            // wrong password), or of an identity when the client gave none.
+            zk::Error::NoAuth | zk::Error::AuthFailed => self.refused(&format!("{what}: {e}")),
             zk::Error::BadArguments(_) => Error::invalid_argument(msg),
             _ => Error::backend(msg),
         }
@@ -209,9 +266,21 @@ impl Conn {
     }
 
     /// Closes the session: the client's last handle dropped, its session task sends
-    /// `closeSession`, and the server deletes the session's ephemeral nodes at once.
+    /// `closeSession`, and the server deletes the session's ephemeral nodes at once (a
+    /// waiter's queue place included). Returns once the session is closed (at most
+    /// `?timeout=`, 3 s at most): a process that exits right after (`baton run` on SIGINT
+    /// while waiting) would otherwise end the session task before it sent anything, and
+    /// leave its nodes to the session timeout (a queue place to its ttl).
     pub(crate) async fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        drop(self.cur.lock().await.take());
+        let Some(c) = self.cur.lock().await.take() else { return };
+        let mut state = c.state_watcher();
+        drop(c);
+        let closed = async {
+            while !state.peek_state().is_terminated() {
+                state.changed().await;
+            }
+        };
+        let _ = tokio::time::timeout(self.cfg.timeout.min(Duration::from_secs(3)), closed).await;
     }
 }

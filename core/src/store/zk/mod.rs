@@ -10,8 +10,10 @@
 //! The fencing token of a grant is its node's `czxid`: zxids are the ensemble's total
 //! order of writes, and a name's holder is always the lowest-sequence live node, so each
 //! grant's node was created after every earlier holder's and its czxid is larger.
-//! `conn` keeps the session, `entries` reads contender nodes, `watch` makes waiters wait.
+//! `conn` keeps the session, `auth` checks its credentials against the ACLs, `entries`
+//! reads contender nodes, `watch` makes waiters wait.
 
+mod auth;
 mod config;
 mod conn;
 #[cfg(feature = "bench")]
@@ -39,6 +41,7 @@ use self::queue::{Queue, blocked};
 use self::watch::{Target, ZkSub};
 use super::{Store, Subscription};
 use crate::FencingToken;
+use crate::engine::drift_margin;
 use crate::error::{Error, Result};
 use crate::inspect::{Holder, Inspection};
 use crate::key::{Family, Key};
@@ -58,17 +61,19 @@ impl Zk {
         Ok(Zk { conn: Arc::new(Conn::open(cfg).await?) })
     }
 
+    /// The name's znode; a name that is another name's layout node is refused
+    /// (`path::of_own_name`).
     fn queue(key: &Key) -> Result<Queue> {
-        let dir = path::of_name(&key.name);
+        let dir = path::of_own_name(&key.name)?;
         Ok(if key.family == Family::RwLock { Queue::rw(dir) } else { Queue::lock(dir) })
     }
 
     fn leases(key: &Key) -> Result<String> {
-        Ok(leases::dir(&path::of_name(&key.name)))
+        Ok(leases::dir(&path::of_own_name(&key.name)?))
     }
 
     fn latch(key: &Key) -> Result<String> {
-        Ok(latch::node(&path::of_name(&key.name)))
+        Ok(latch::node(&path::of_own_name(&key.name)?))
     }
 
     /// One step at a time per holder of a name in this process (steps are optimistic: two
@@ -87,6 +92,18 @@ impl Zk {
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The part of a `lease` longer than the `session` timeout that the holder does not count
+/// on: the engine ends a lease `drift_margin(lease) + margin` early, and for a lease past
+/// the session timeout that end must be the session's own, `session − drift_margin(session)`
+/// (clock drift over the session window, not the whole lease). Subtracting only
+/// `lease − session` left `session − lease / 50`, nothing from 50 × `session` on: every ttl
+/// from 1 500 s (at 30 s sessions) was lost at its grant.
+fn session_margin(lease: Duration, session: Duration) -> Duration {
+    let (end_by_lease, end_by_session) =
+        (lease.saturating_sub(drift_margin(lease)), session.saturating_sub(drift_margin(session)));
+    end_by_lease.saturating_sub(end_by_session)
 }
 
 fn no_latch_holds(key: &Key) -> Error {
@@ -142,9 +159,10 @@ impl Store for Zk {
     }
 
     /// A session unheard of for its timeout expires, and its nodes go with it: a hold is
-    /// never counted on past the session timeout after its last renewal, whatever its lease.
+    /// never counted on past the session timeout after its last renewal (or, for a ttl
+    /// lease, the ttl keeper's last look at its node), whatever its lease.
     fn lease_margin(&self, lease: Duration) -> Duration {
-        lease.saturating_sub(self.conn.session_timeout())
+        session_margin(lease, self.conn.session_timeout())
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
@@ -270,5 +288,21 @@ impl Store for Zk {
 
     async fn close(&self) {
         self.conn.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_is_counted_on_for_the_shorter_of_its_lease_and_its_session() {
+        let s = Duration::from_secs(30);
+        let end = |lease: Duration| lease - drift_margin(lease) - session_margin(lease, s);
+        assert_eq!(session_margin(Duration::from_secs(10), s), Duration::ZERO);
+        assert_eq!(end(Duration::from_secs(10)), Duration::from_secs(10) - drift_margin(Duration::from_secs(10)));
+        for lease in [31, 1498, 2000, 30 * 86_400, 366 * 86_400].map(Duration::from_secs) {
+            assert_eq!(end(lease), s - drift_margin(s), "{lease:?}");
+        }
     }
 }

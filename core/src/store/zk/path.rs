@@ -58,6 +58,39 @@ pub(crate) fn of_name(name: &str) -> String {
     out
 }
 
+/// The children a name's znode has in the layouts besides other names' znodes: a
+/// semaphore's leases and a latch's count (`leases.rs`, `latch.rs`).
+const OWN_CHILDREN: [&str; 2] = ["leases", "latch"];
+
+/// The znode of `name` (`of_name`), refused when it is, or lies under, a node of another
+/// name's layout: a contender node (its last segment parses as one: `V/lock-0000000000`
+/// would be a contender of `V`'s queue, and so would any name under it, as its parent is
+/// made on the way), a semaphore's `leases` or a latch's `latch` (a name there would write
+/// that primitive's token record or count, or make its node a container that ZooKeeper
+/// deletes once empty). The first segment is a child of the root, which is no name's node;
+/// escaped names are one segment under `/%`, which no direct name reaches.
+pub(crate) fn of_own_name(name: &str) -> Result<String> {
+    let p = of_name(name);
+    if p.starts_with("/%/") {
+        return Ok(p);
+    }
+    // A lease node (`lease-<seq>`) is a contender only under `leases`, refused already.
+    let kinds = [Kind::Lock, Kind::Read, Kind::Write];
+    for seg in p.split('/').skip(2) {
+        let why = if OWN_CHILDREN.contains(&seg) {
+            format!("`{seg}` is the node of the semaphore's leases or the latch's count of the name before it")
+        } else if let Some(n) = parse(seg, &kinds) {
+            format!("`{seg}` reads as a contender node (`{}<sequence>`) of the name before it", n.kind.lock_name())
+        } else {
+            continue;
+        };
+        return Err(Error::invalid_argument(format!(
+            "name `{name}` collides with ZooKeeper's lock layout: {why} (docs/zookeeper-layout.md); choose another name"
+        )));
+    }
+    Ok(p)
+}
+
 /// What a contender node is, by the lock name Curator gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -156,6 +189,36 @@ mod tests {
         }
         let distinct: std::collections::HashSet<_> = paths.iter().collect();
         assert_eq!(distinct.len(), paths.len());
+    }
+
+    #[test]
+    fn names_of_layout_nodes_are_refused() {
+        let id = protected_id("h");
+        for bad in [
+            "v/lock-0000000000".to_owned(),
+            format!("v/_c_{id}-lock-0000000012"),
+            "v/__READ__0000000001".to_owned(),
+            "v/w/__WRIT__0000000001/x".to_owned(),
+            "v/leases".to_owned(),
+            "v/latch/x".to_owned(),
+            "v/leases/lease-0000000001".to_owned(),
+        ] {
+            let e = of_own_name(&bad).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{bad}");
+            assert!(e.to_string().contains(&bad), "{e}");
+        }
+        for good in [
+            "leases",
+            "latch",
+            "lock-0000000000",
+            "v/lock-1",
+            "v/latchkey",
+            "v//leases",
+            "%/latch",
+            "v/release-2024010100",
+        ] {
+            assert_eq!(of_own_name(good).unwrap(), of_name(good), "{good}");
+        }
     }
 
     #[test]

@@ -478,3 +478,204 @@ async fn auth_over_plain_http2() {
         assert!(!e.to_string().contains("wrong-h2-pw"), "{e}");
     }
 }
+
+/// etcd's auth tokens in the tests below expire this many seconds after their last use
+/// (`--auth-token-ttl`, 300 s by default); lease keep-alives do not use them.
+const TOKEN_TTL: u64 = 3;
+const AUTH_PW: &str = "token-ttl-secret-pw";
+
+/// One etcd member of the test's own with auth on (user `root`, [`AUTH_PW`]) and simple
+/// tokens that expire [`TOKEN_TTL`] s after their last use; clients over TLS when `tls` (a
+/// CA of the test's own: the shared etcd-tls keeps the default 300 s). Killed when dropped.
+struct AuthEtcd {
+    _member: Cluster,
+    port: u16,
+    ca: Option<std::path::PathBuf>,
+}
+
+impl AuthEtcd {
+    /// Started, answering, with auth enabled (within 15 s; a member that exits at start,
+    /// its port taken since it was picked, means new ports, three times at most).
+    async fn start(tls: bool) -> AuthEtcd {
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().unwrap();
+            let (port, peer) = (free_port(), free_port());
+            let ca = tls.then(|| baton_testkit::Certs::generate(dir.path(), "auth"));
+            let scheme = if tls { "https" } else { "http" };
+            let mut cmd = Command::new("etcd");
+            // `--bcrypt-cost 4`: every authentication checks the password; etcd's least cost.
+            cmd.args(["--logger=zap", "--log-level=error", "--name", "a", "--bcrypt-cost", "4"])
+                .arg(format!("--auth-token-ttl={TOKEN_TTL}"))
+                .arg(format!("--data-dir={}", dir.path().join("a").display()))
+                .arg(format!("--listen-client-urls={scheme}://127.0.0.1:{port}"))
+                .arg(format!("--advertise-client-urls={scheme}://127.0.0.1:{port}"))
+                .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
+                .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer}"))
+                .arg(format!("--initial-cluster=a=http://127.0.0.1:{peer}"))
+                .arg("--initial-cluster-state=new");
+            if let Some(c) = &ca {
+                cmd.arg(format!("--cert-file={}", c.cert.display())).arg(format!("--key-file={}", c.key.display()));
+            }
+            let child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("etcd");
+            let mut e =
+                AuthEtcd { _member: Cluster { children: vec![Some(child)], _dir: dir }, port, ca: ca.map(|c| c.ca) };
+            let t0 = Instant::now();
+            let up = loop {
+                if e._member.children.iter_mut().flatten().any(|c| !matches!(c.try_wait(), Ok(None))) {
+                    break false;
+                }
+                if e.etcdctl(&["endpoint", "health"]).status.success() {
+                    break true;
+                }
+                assert!(t0.elapsed() < Duration::from_secs(15), "the test's etcd did not answer");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            };
+            if !up {
+                continue;
+            }
+            for args in [&["user", "add", &format!("root:{AUTH_PW}")][..], &["auth", "enable"][..]] {
+                let out = e.etcdctl(args);
+                assert!(out.status.success(), "etcdctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            return e;
+        }
+        panic!("no test etcd started: it exited at start three times");
+    }
+
+    fn etcdctl(&self, args: &[&str]) -> std::process::Output {
+        let scheme = if self.ca.is_some() { "https" } else { "http" };
+        let mut cmd = Command::new("etcdctl");
+        cmd.env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={scheme}://127.0.0.1:{}", self.port))
+            .args(["--dial-timeout=2s", "--command-timeout=3s"]);
+        if let Some(ca) = &self.ca {
+            cmd.arg(format!("--cacert={}", ca.display()));
+        }
+        cmd.args(args).output().unwrap()
+    }
+
+    /// The store URL of `scheme` (`etcd`, `etcd+http`; `etcds`, `etcd+https` over TLS).
+    fn url(&self, scheme: &str) -> String {
+        let ca = self.ca.as_ref().map(|c| format!("?ca={}", c.display())).unwrap_or_default();
+        format!("{scheme}://root:{AUTH_PW}@127.0.0.1:{}{ca}", self.port)
+    }
+}
+
+/// Every transport's URL on test etcds of their own with short-lived auth tokens: gRPC on
+/// the direct HTTP/2 channel (`etcd://`), on tonic's over TLS (`etcds://`), and the JSON
+/// gateway (`etcd+http://`).
+async fn token_ttl_urls() -> (Vec<String>, (AuthEtcd, AuthEtcd)) {
+    let (plain, tls) = tokio::join!(AuthEtcd::start(false), AuthEtcd::start(true));
+    let urls = vec![plain.url("etcd"), tls.url("etcds"), plain.url("etcd+http")];
+    (urls, (plain, tls))
+}
+
+/// A client idle for longer than the auth token's ttl (its token expired: etcd answers
+/// "invalid auth token" to every call made with it) authenticates again and goes on: a
+/// lock, a ttl lock, a semaphore, a read of the lock, on every transport; a wrong password
+/// stays refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_client_past_the_token_ttl() {
+    let (urls, _servers) = token_ttl_urls().await;
+    let runs = urls.iter().cloned().map(|url| async move {
+        let scheme = url.split_once("://").unwrap().0;
+        let what = |step: &str| format!("{scheme}: {step} after the token expired");
+        let c = Client::connect(&url).await.unwrap();
+        c.lock(&unique("token-ttl")).acquire().await.unwrap().release().await.unwrap();
+        // Past the ttl, and etcd's once-a-second sweep of expired tokens.
+        tokio::time::sleep(Duration::from_secs(TOKEN_TTL * 2 + 1)).await;
+        let name = unique("token-ttl");
+        let g = c.lock(&name).acquire().await.unwrap_or_else(|e| panic!("{}: {e}", what("acquire")));
+        assert!(!g.is_lost(), "{}", what("the hold"));
+        g.release().await.unwrap_or_else(|e| panic!("{}: {e}", what("release")));
+        tokio::time::sleep(Duration::from_secs(TOKEN_TTL + 2)).await;
+        let i = c.lock(&name).inspect().await.unwrap_or_else(|e| panic!("{}: {e}", what("inspect")));
+        assert!(i.holders.is_empty(), "{}", what("inspect"));
+        tokio::time::sleep(Duration::from_secs(TOKEN_TTL + 2)).await;
+        let t = c.lock_with(&name, LockOptions::new().ttl(Duration::from_secs(5))).acquire().await;
+        t.unwrap_or_else(|e| panic!("{}: {e}", what("a ttl acquire"))).release().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(TOKEN_TTL + 2)).await;
+        let s = c.semaphore(&unique("token-ttl-sem"), 2).acquire().await;
+        s.unwrap_or_else(|e| panic!("{}: {e}", what("a semaphore acquire"))).release().await.unwrap();
+        // A latch's wait opens its watch before anything else (etcd cancels a watch created
+        // with an expired token, where other calls fail): it must see the count-down on
+        // that watch, not at its next once-a-second re-check.
+        let latch = unique("token-ttl-latch");
+        let other = Client::connect(&url).await.unwrap();
+        assert!(other.count_down_latch(&latch).try_set_count(1).await.unwrap());
+        tokio::time::sleep(Duration::from_secs(TOKEN_TTL + 2)).await;
+        let waiting = tokio::spawn({
+            let w = c.count_down_latch(&latch);
+            async move { w.wait().await.map(|()| Instant::now()) }
+        });
+        // The waiter's watch is open well within this (a few round trips and one
+        // authentication), and its first re-check is a second away.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let counted = Instant::now();
+        other.count_down_latch(&latch).count_down().await.unwrap();
+        let opened = bounded(&what("the latch wait"), Duration::from_secs(10), waiting).await.unwrap();
+        let took = opened.unwrap_or_else(|e| panic!("{}: {e}", what("the latch wait"))) - counted;
+        // Bound: a watch event comes within milliseconds; a dead watch leaves the wait to its
+        // re-check a second after it began, about 700 ms after the count-down.
+        assert!(took < Duration::from_millis(450), "{}: took {took:?}", what("the latch wait"));
+    });
+    let runs: Vec<_> = runs.map(tokio::spawn).collect();
+    // Bound: four waits past the ttl (22 s) and a few calls each, generous for a loaded machine.
+    bounded("every transport", Duration::from_secs(90), async {
+        for r in runs {
+            r.await.unwrap();
+        }
+    })
+    .await;
+    let bad = urls[0].replace(AUTH_PW, "wrong-token-pw");
+    let e = Client::connect(&bad).await.map(drop).unwrap_err();
+    assert_eq!(e.kind(), baton::ErrorKind::Connection, "{e}");
+    assert!(!e.to_string().contains("wrong-token-pw"), "{e}");
+}
+
+/// Holders that only renew (session keep-alives, which use no token, for a watchdog hold;
+/// a ttl hold extended every second) hold across several token ttls: neither is lost,
+/// both release, and a waiter on another client queued before the expiry is granted
+/// after the release, on every transport.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn holders_and_waiters_across_token_expiry() {
+    let (urls, _servers) = token_ttl_urls().await;
+    let runs = urls.into_iter().map(|url| async move {
+        let scheme = url.split_once("://").unwrap().0;
+        let (a, b) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
+        let (name, ttl_name) = (unique("token-hold"), unique("token-ttl-hold"));
+        let watchdog = LockOptions::new().lease(Duration::from_secs(3)).renew_every(Duration::from_secs(1));
+        let g = a.lock_with(&name, watchdog).acquire().await.unwrap();
+        let t = a.lock_with(&ttl_name, LockOptions::new().ttl(Duration::from_secs(4))).acquire().await.unwrap();
+        let waiter = tokio::spawn({
+            let (b, name) = (b.clone(), name.clone());
+            async move { b.lock(&name).acquire().await.map(|g| g.token()) }
+        });
+        bounded("queued", Duration::from_secs(10), async {
+            while a.inspect(&name).await.unwrap().waiters.is_empty() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        // Three token ttls and more; the ttl hold extended every second (keep-alives too).
+        for _ in 0..(TOKEN_TTL * 3 + 2) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            t.extend(Duration::from_secs(4)).await.unwrap_or_else(|e| panic!("{scheme}: extend: {e}"));
+        }
+        assert!(!g.is_lost() && !t.is_lost(), "{scheme}: a hold was lost across the token's expiry");
+        let first = g.token();
+        g.release().await.unwrap_or_else(|e| panic!("{scheme}: release after the token expired: {e}"));
+        t.release().await.unwrap_or_else(|e| panic!("{scheme}: ttl release after the token expired: {e}"));
+        let next = bounded("the waiter granted", Duration::from_secs(10), waiter).await.unwrap();
+        let next = next.unwrap_or_else(|e| panic!("{scheme}: waiter: {e}"));
+        assert!(next > first, "{scheme}");
+        assert!(a.lock(&ttl_name).inspect().await.unwrap().holders.is_empty(), "{scheme}");
+    });
+    let runs: Vec<_> = runs.map(tokio::spawn).collect();
+    bounded("every transport", Duration::from_secs(90), async {
+        for r in runs {
+            r.await.unwrap();
+        }
+    })
+    .await;
+}

@@ -1,8 +1,15 @@
 //! `etcd://`: etcd's gRPC API through the `etcd-client` crate's generated clients, over
 //! one HTTP/2 connection an endpoint: `h2` on plain HTTP, tonic's channel over TLS;
 //! user/password auth.
+//!
+//! etcd's auth tokens expire (`--auth-token-ttl`, 300 s by default) once unused that long,
+//! and lease keep-alives do not use them: a call etcd answers "invalid auth token" is
+//! authenticated again and sent once more (etcd-client's `with_auto_token_refresh`, one
+//! authentication for the calls that found the token expired together), on both
+//! channels; a watch etcd refuses for its token (a cancellation at creation, not a
+//! failed call) is opened once more after a new authentication.
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -36,6 +43,12 @@ pub(crate) struct Grpc {
     store: String,
     timeout: Duration,
     connect_timeout: Duration,
+    /// The URL has a user: etcd's auth is on.
+    with_auth: bool,
+    /// The authentications refused watches asked for, one at a time (`reauth_turn`):
+    /// watches refused together authenticate once.
+    reauths: AtomicU64,
+    reauth_turn: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Grpc {
@@ -52,8 +65,9 @@ impl Grpc {
             .with_timeout(timeout)
             .with_connect_timeout(connect_timeout)
             .with_keep_alive(KEEP_ALIVE.0, KEEP_ALIVE.1);
+        let with_auth = auth.is_some();
         if let Some((user, password)) = auth {
-            opts = opts.with_user(user, password);
+            opts = opts.with_user(user, password).with_auto_token_refresh(true);
         }
         let scheme = tls.url_scheme();
         if tls.on {
@@ -72,6 +86,9 @@ impl Grpc {
             store,
             timeout,
             connect_timeout,
+            with_auth,
+            reauths: AtomicU64::new(0),
+            reauth_turn: tokio::sync::Mutex::new(()),
         };
         // One read proves an endpoint (and the credentials) work.
         g.range(Range::key(b"baton/ping")).await?;
@@ -298,6 +315,35 @@ impl Transport for Grpc {
         if let Some(end) = &r.range_end {
             o = o.with_range(end.clone());
         }
+        let asked = self.reauths.load(Ordering::Acquire);
+        match self.open_watch(&r, &o).await? {
+            Opened::Watch(w) => Ok(Box::new(w)),
+            // etcd checks a watch's token when it creates the watch and cancels a watch
+            // created with an expired one (a created and cancelled answer, not a failed
+            // call; etcd 3.4.23 gives "invalid auth token" as the reason, older releases
+            // "permission denied"): authenticated again, it is opened once more.
+            Opened::Refused(why) if self.with_auth && super::token_refused(&why) => {
+                self.authenticate_again(asked).await?;
+                match self.open_watch(&r, &o).await? {
+                    Opened::Watch(w) => Ok(Box::new(w)),
+                    Opened::Refused(why) => Err(self.watch_refused(&why)),
+                }
+            }
+            Opened::Refused(why) => Err(self.watch_refused(&why)),
+        }
+    }
+}
+
+/// A watch opened, or the reason etcd gave for cancelling it at creation.
+enum Opened {
+    Watch(GrpcWatch),
+    Refused(String),
+}
+
+impl Grpc {
+    /// Opens a watch and waits until etcd confirms it (bounded by the request timeout);
+    /// events that come with or before the confirmation are kept for the first `next`.
+    async fn open_watch(&self, r: &Range, o: &WatchOptions) -> Result<Opened> {
         let stream = self
             .call(|mut c| {
                 let (key, o) = (r.key.clone(), o.clone());
@@ -305,8 +351,6 @@ impl Transport for Grpc {
             })
             .await?;
         let mut w = GrpcWatch { stream, store: self.store.clone(), pending: None };
-        // Until etcd confirms it (bounded by the request timeout); events that come with or
-        // before the confirmation are kept for the first `next`.
         let until = Instant::now() + self.timeout;
         loop {
             let msg = match tokio::time::timeout_at(until, w.stream.message()).await {
@@ -315,14 +359,34 @@ impl Transport for Grpc {
                 Ok(Ok(None)) => return Err(Error::connection(format!("{}: the watch stream ended", self.store))),
                 Ok(Err(e)) => return Err(self.err(e)),
             };
+            // A refusal comes as a created and cancelled watch: never a confirmation.
+            if msg.canceled() {
+                return Ok(Opened::Refused(msg.cancel_reason().to_owned()));
+            }
             if !msg.events().is_empty() {
                 w.pending = Some(events(&msg));
             }
             if msg.created() || w.pending.is_some() {
-                break;
+                return Ok(Opened::Watch(w));
             }
         }
-        Ok(Box::new(w))
+    }
+
+    /// A new token for the current endpoint's client, unless another refused watch got
+    /// one since this one asked (`asked`: the count then).
+    async fn authenticate_again(&self, asked: u64) -> Result<()> {
+        let _turn = self.reauth_turn.lock().await;
+        if self.reauths.load(Ordering::Acquire) != asked {
+            return Ok(());
+        }
+        self.call(|c| async move { c.refresh_token().await }).await?;
+        self.reauths.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn watch_refused(&self, why: &str) -> Error {
+        let msg = format!("{}: watch refused: {why}", self.store);
+        if super::auth_refused(0, why) { Error::connection(msg) } else { Error::backend(msg) }
     }
 }
 

@@ -1,6 +1,12 @@
 //! `etcd+http://`: etcd's JSON gateway (`/v3/...`, keys and values in base64, int64 as
 //! strings, proto3 defaults omitted), over `reqwest`. Several endpoints: a request that
 //! cannot reach one goes to the next.
+//!
+//! With auth, the token etcd hands out goes in every request's `Authorization` header; it
+//! expires once unused for `--auth-token-ttl` (300 s by default; keep-alives do not use
+//! it), and a request etcd answers "invalid auth token" authenticates again and is sent
+//! once more (the requests that found it expired together authenticate once), as is a
+//! watch etcd cancels at creation for its token.
 
 use crate::sync::LockExt;
 use std::pin::Pin;
@@ -33,6 +39,8 @@ pub(crate) struct Http {
     /// User and password, when the URL has them (etcd auth).
     auth: Option<(String, String)>,
     token: Mutex<Option<String>>,
+    /// One authentication at a time after an expired token (`authenticate_again`).
+    reauth: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Http {
@@ -88,6 +96,7 @@ impl Http {
             timeout,
             auth,
             token: Mutex::new(None),
+            reauth: tokio::sync::Mutex::new(()),
         };
         if http.auth.is_some() {
             http.authenticate().await?;
@@ -109,12 +118,24 @@ impl Http {
         self.token.locked().clone()
     }
 
+    /// Authenticates again after the token `stale` was refused, unless another request
+    /// did meanwhile (the token is not `stale` any more): requests that found the token
+    /// expired together authenticate once.
+    async fn authenticate_again(&self, stale: Option<String>) -> Result<()> {
+        let _turn = self.reauth.lock().await;
+        if self.token() != stale {
+            return Ok(());
+        }
+        self.authenticate().await
+    }
+
     /// POSTs `body` to `path`, moving to the next endpoint when one cannot be reached,
     /// and authenticating again once when the token expired.
     async fn post<T: DeserializeOwned + Default>(&self, path: &str, body: &Json) -> Result<T> {
+        let sent_with = self.token();
         match self.post_once(path, body, true).await {
-            Err(e) if self.auth.is_some() && e.message().contains("auth token") => {
-                self.authenticate().await?;
+            Err(e) if self.auth.is_some() && token_expired(e.message()) => {
+                self.authenticate_again(sent_with).await?;
                 self.post_once(path, body, true).await
             }
             r => r,
@@ -252,8 +273,43 @@ impl Transport for Http {
     }
 
     async fn watch(&self, r: Range, after: Option<i64>) -> Result<Box<dyn WatchStream>> {
+        let sent_with = self.token();
+        match self.watch_once(&r, after).await? {
+            Ok(w) => Ok(w),
+            // etcd checks a watch's token when it creates the watch and cancels a watch
+            // created with an expired one (a created and cancelled answer, not a failed
+            // call; etcd 3.4.23 gives "invalid auth token" as the reason, older releases
+            // "permission denied"): authenticated again, it is opened once more.
+            Err(why) if self.auth.is_some() && super::token_refused(&why) => {
+                self.authenticate_again(sent_with).await?;
+                self.watch_once(&r, after).await?.map_err(|why| self.watch_refused(&why))
+            }
+            Err(why) => Err(self.watch_refused(&why)),
+        }
+    }
+}
+
+/// Whether an error is etcd's answer to an expired (or unknown) token.
+fn token_expired(message: &str) -> bool {
+    message.contains("auth token")
+}
+
+impl Http {
+    fn watch_refused(&self, why: &str) -> Error {
+        let msg = format!("{}: watch refused: {why}", self.store);
+        if super::auth_refused(0, why) { Error::connection(msg) } else { Error::backend(msg) }
+    }
+
+    /// Opens a watch and waits until etcd confirms it (bounded by the request timeout);
+    /// events that come with or before the confirmation are kept for the first `next`.
+    /// `Ok(Err(reason))`: etcd cancelled it at creation.
+    async fn watch_once(
+        &self,
+        r: &Range,
+        after: Option<i64>,
+    ) -> Result<std::result::Result<Box<dyn WatchStream>, String>> {
         let slot = WatchSlot::take(&self.store)?;
-        let mut create = range_json(&r);
+        let mut create = range_json(r);
         if let Some(o) = create.as_object_mut() {
             o.remove("sort_order");
             o.remove("sort_target");
@@ -275,19 +331,25 @@ impl Transport for Http {
             return Err(self.answer_error(idx, status, &bytes));
         }
         let body = Local(Box::pin(resp.0.bytes_stream()));
-        let mut w =
-            HttpWatch { body, _slot: slot, buf: Vec::new(), store: self.store.clone(), created: false, pending: None };
-        // Until etcd confirms it (bounded by the request timeout); events that come with or
-        // before the confirmation are kept for the first `next`.
+        let mut w = HttpWatch {
+            body,
+            _slot: slot,
+            buf: Vec::new(),
+            store: self.store.clone(),
+            created: false,
+            refused: None,
+            pending: None,
+        };
         let until = Instant::now() + self.timeout;
         while !w.created && w.pending.is_none() {
-            match w.next(until).await? {
-                Some(evs) => w.pending = Some(evs),
-                None if w.created => {}
-                None => return Err(Error::connection(format!("{}: watch not confirmed in time", self.store))),
+            match w.next(until).await {
+                Ok(Some(evs)) => w.pending = Some(evs),
+                Ok(None) if w.created => {}
+                Ok(None) => return Err(Error::connection(format!("{}: watch not confirmed in time", self.store))),
+                Err(e) => return w.refused.take().map(Err).ok_or(e),
             }
         }
-        Ok(Box::new(w))
+        Ok(Ok(Box::new(w)))
     }
 }
 
@@ -327,6 +389,8 @@ struct HttpWatch<S> {
     store: String,
     /// etcd confirmed the watch.
     created: bool,
+    /// Why etcd cancelled the watch at its creation (an expired token, say).
+    refused: Option<String>,
     /// Events that came before the first `next`.
     pending: Option<Vec<Event>>,
 }
@@ -352,10 +416,17 @@ where
                 let l: JWatchLine = serde_json::from_slice(line)
                     .map_err(|e| Error::backend(format!("{}: unexpected watch answer: {e}", self.store)))?;
                 if let Some(err) = l.error {
+                    if !self.created && super::token_refused(&err.to_string()) {
+                        self.refused = Some(err.to_string());
+                    }
                     return Err(Error::connection(format!("{}: watch failed: {err}", self.store)));
                 }
                 let Some(res) = l.result else { continue };
-                if res.created && !self.created {
+                // A refusal comes as a created and cancelled watch: never a confirmation.
+                if res.canceled && !self.created {
+                    self.refused = Some(res.cancel_reason.clone());
+                }
+                if res.created && !self.created && !res.canceled {
                     self.created = true;
                     if res.events.is_empty() {
                         // The confirmation: the caller waiting for it returns.

@@ -42,3 +42,10 @@ pub(crate) fn auth_refused(code: i32, message: &str) -> bool {
         || message.contains("invalid auth token")
         || message.contains("user name is empty")
 }
+
+/// Whether a watch's cancel reason may be its token's (etcd checks a watch's token when
+/// it creates the watch and answers a created and cancelled watch): an expired one (named,
+/// or "permission denied" from older etcd releases), or none.
+pub(crate) fn token_refused(why: &str) -> bool {
+    why.contains("auth token") || why.contains("permission denied") || why.contains("user name is empty")
+}

@@ -33,6 +33,8 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_clock (
     base INTEGER NOT NULL
 )";
 
+const SELECT: &str = "SELECT boot, base FROM baton_clock WHERE id = 0";
+
 /// Milliseconds on this file's lease clock: `base` + `CLOCK_BOOTTIME`.
 pub(crate) fn now_ms(base: u64) -> u64 {
     base.saturating_add(u64::try_from(boottime().as_millis()).unwrap_or(u64::MAX))
@@ -48,9 +50,16 @@ pub(crate) fn now_us(base: u64) -> u64 {
 pub(crate) async fn base(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
     sqlx::query(SCHEMA).execute(pool).await?;
     let boot = boot_id();
+    // Most opens find this boot's base recorded: a read, no write lock (hundreds of
+    // processes opening the file at once would queue for it).
+    let row: Option<(String, i64)> = sqlx::query_as(SELECT).fetch_optional(pool).await?;
+    if let Some((b, base)) = row
+        && b == boot
+    {
+        return Ok(u64::try_from(base).unwrap_or(0));
+    }
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let row: Option<(String, i64)> =
-        sqlx::query_as("SELECT boot, base FROM baton_clock WHERE id = 0").fetch_optional(&mut *tx).await?;
+    let row: Option<(String, i64)> = sqlx::query_as(SELECT).fetch_optional(&mut *tx).await?;
     let base = match row {
         Some((b, base)) if b == boot => u64::try_from(base).unwrap_or(0),
         Some((_, base)) => u64::try_from(base).unwrap_or(0).saturating_add(BOOT_SKIP),

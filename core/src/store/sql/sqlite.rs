@@ -1,19 +1,23 @@
 //! `sqlite:///path/file.db`: the embedded default. One file shared by every process on
 //! the machine (WAL journal, busy timeout); each step is one `BEGIN IMMEDIATE`
-//! transaction running the shared rules of `crate::state`.
+//! transaction running the shared rules of `crate::state`, after a plain read of the key's
+//! row on which a step that changes nothing ends (no write lock taken). A step finding the
+//! file locked by other processes' writes tries again within `busy_timeout`.
 //!
 //! SQLite cannot announce changes to other processes, so waiters poll a per-key version
 //! with capped, jittered backoff; waiters in the same process are woken at once.
 //! Leases are measured on `CLOCK_BOOTTIME` (`boot_clock`), monotonic and shared by every
 //! process of the machine: a step of the wall clock changes no lease.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 
 use super::config::{FileConfig, SqlConfig};
 use super::{Row, Sweeps, decode, driver_error, grace_us, on_pooled, step, write_state};
@@ -37,10 +41,22 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
 const FREE_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS baton_state_free ON baton_state (free_us) WHERE free_us IS NOT NULL";
 const FREE_COLUMN: &str = "ALTER TABLE baton_state ADD COLUMN free_us INTEGER";
+/// A key's row.
+const SELECT_ROW: &str = "SELECT state, version, free_us FROM baton_state WHERE family = ? AND name = ?";
 /// A step's write: the key's row, made or replaced.
 const UPSERT: &str = "INSERT INTO baton_state (family, name, state, version, free_us) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (family, name) DO UPDATE SET state = excluded.state, version = excluded.version,
     free_us = excluded.free_us";
+
+/// How long a step's write transaction waits in SQLite's busy handler before it reads the
+/// key's row again (`Db::step`).
+const STEP_BUSY: Duration = Duration::from_millis(20);
+
+/// What a step did: decided on its read alone, or wrote (at the clock it ran at).
+enum Stepped<R> {
+    Read(super::Step<R>),
+    Wrote(super::Step<R>, u64),
+}
 
 /// The SQLite store.
 #[derive(Debug)]
@@ -53,15 +69,19 @@ pub(crate) struct Sqlite {
 #[derive(Debug)]
 struct Db {
     pool: SqlitePool,
+    /// The steps' write transactions: connections whose busy handler waits [`STEP_BUSY`].
+    steps: SqlitePool,
     path: String,
     /// The file's lease-clock base for this boot (`boot_clock`).
     clock: u64,
+    /// How long a step waits for other processes' write locks (`?busy_timeout=`).
+    busy: Duration,
     sweeps: Sweeps,
 }
 
 impl Db {
-    fn now_us(&self) -> u64 {
-        super::boot_clock::now_us(self.clock)
+    fn now_us(&self) -> Result<u64> {
+        Ok(super::boot_clock::now_us(self.clock))
     }
 }
 
@@ -79,17 +99,115 @@ impl Sqlite {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(busy);
-        let (pool, clock) =
-            while_locked(busy, || open_pool(opts.clone(), busy)).await.map_err(|e| open_error(&path, e))?;
+        let (pool, clock) = while_locked_at(Some(Path::new(&path)), busy, || open_pool(opts.clone(), busy))
+            .await
+            .map_err(|e| open_error(&path, e))?;
+        let steps = SqlitePoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(busy + Duration::from_secs(5))
+            .connect_with(opts.busy_timeout(STEP_BUSY.min(busy)))
+            .await
+            .map_err(|e| open_error(&path, e))?;
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(&path));
         let wakes = Wakes::for_store(&format!("sqlite:{}", canonical.display()));
-        Ok(Sqlite { db: Arc::new(Db { pool, path, clock, sweeps: Sweeps::default() }), wakes })
+        Ok(Sqlite { db: Arc::new(Db { pool, steps, path, clock, busy, sweeps: Sweeps::default() }), wakes })
     }
 }
 
 impl Db {
     fn err(&self, e: sqlx::Error) -> Error {
         driver_error(&format!("SQLite {}", self.path), e)
+    }
+
+    /// One step. The key's row is read first outside any transaction: a decision that
+    /// changes nothing (a waiter finding the name held, most steps on a contended name)
+    /// stands on that read, the moment of its snapshot, and takes no write lock (nor this
+    /// process's write gate, `gate`). A decision
+    /// that writes runs again in a `BEGIN IMMEDIATE` transaction on the step pool, whose
+    /// connections wait only [`STEP_BUSY`] in SQLite's busy handler; a "database is locked"
+    /// sends the step back to its read (after a short random pause), where it ends at
+    /// once if someone else's write made its own needless (the waiters that all saw a
+    /// release: one is granted, the others read it held). So a step waits in line as long
+    /// as other processes commit meanwhile (`PRAGMA data_version` moves: the lock changes
+    /// hands); only `busy_timeout` without any commit by anyone (a process stuck inside a
+    /// write) fails it, after at most about twice `busy_timeout`, as a `Connection` error.
+    async fn step<R>(&self, key: &Key, f: &Op<R>, gate: &tokio::sync::Mutex<()>) -> Result<Stepped<R>> {
+        let mut conn: Option<sqlx::pool::PoolConnection<sqlx::Sqlite>> = None;
+        let mut seen: Option<i64> = None;
+        let mut deadline = tokio::time::Instant::now() + self.busy;
+        loop {
+            let row: Row = sqlx::query_as(SELECT_ROW)
+                .bind(key.family.as_str())
+                .bind(&key.name)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| self.err(e))?;
+            // The clock read after the row: a lease the read shows live was live then.
+            let read = step(row, self.now_us()?, |s, now| f(s, now))?;
+            if read.write.is_none() {
+                return Ok(Stepped::Read(read));
+            }
+            drop(read);
+            let c = match conn.as_mut() {
+                Some(c) => c,
+                None => conn.insert(self.steps.acquire().await.map_err(|e| self.err(e))?),
+            };
+            // This process's writers one at a time: they would only contend for the lock.
+            let tried = {
+                let _gate = gate.lock().await;
+                self.try_write_step(c, key, f).await
+            };
+            let e = match tried {
+                Ok((step, now)) => return Ok(Stepped::Wrote(step, now)),
+                Err(Err(e)) => return Err(e),
+                Err(Ok(e)) if !is_locked(&e) => return Err(self.err(e)),
+                Err(Ok(e)) => e,
+            };
+            let version: i64 =
+                sqlx::query_scalar("PRAGMA data_version").fetch_one(&mut **c).await.map_err(|e| self.err(e))?;
+            let now = tokio::time::Instant::now();
+            if seen != Some(version) {
+                // Someone committed since the last look (or this is the first): wait on.
+                seen = Some(version);
+                deadline = deadline.max(now + self.busy);
+            } else if now >= deadline {
+                return Err(Error::connection(format!(
+                    "SQLite {}: the database stayed locked for {:?} (busy_timeout) with no write committed by \
+                     anyone: a process holds a write transaction open; ?busy_timeout= waits longer: {e}",
+                    self.path, self.busy
+                ))
+                .with_source(e));
+            }
+            tokio::time::sleep(Duration::from_millis(rand::random_range(1..10))).await;
+        }
+    }
+
+    /// One write try of [`Db::step`]; `Err(Ok(e))`: a driver error of a try that committed
+    /// nothing (SQLite rolls back a transaction whose COMMIT failed busy: sqlx does).
+    async fn try_write_step<R>(
+        &self,
+        conn: &mut SqliteConnection,
+        key: &Key,
+        f: &Op<R>,
+    ) -> std::result::Result<(super::Step<R>, u64), std::result::Result<sqlx::Error, Error>> {
+        // IMMEDIATE takes the write lock up front: two deferred readers upgrading to
+        // writers would otherwise fail with SQLITE_BUSY instead of waiting.
+        let mut tx = sqlx::Connection::begin_with(&mut *conn, "BEGIN IMMEDIATE").await.map_err(Ok)?;
+        let row: Row = sqlx::query_as(SELECT_ROW)
+            .bind(key.family.as_str())
+            .bind(&key.name)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(Ok)?;
+        let now = self.now_us().map_err(Err)?;
+        let step = step(row, now, |s, now| f(s, now)).map_err(Err)?;
+        write_state::<sqlx::Sqlite>(&mut tx, UPSERT, key, step.outcome()).await.map_err(Ok)?;
+        match tx.commit().await {
+            Ok(()) => Ok((step, now)),
+            // Not committed: the transaction stays open on a busy COMMIT and is rolled back.
+            Err(e) if is_locked(&e) => Err(Ok(e)),
+            Err(e) => Err(Err(self.err(e))),
+        }
     }
 }
 
@@ -122,21 +240,58 @@ async fn open_pool(opts: SqliteConnectOptions, busy: Duration) -> std::result::R
 /// opening a new file at once race to switch it to WAL and to create its tables, steps
 /// SQLite may refuse at once without waiting in the busy handler. Every opener of a
 /// SQLite file goes through here (the store, the `?scheme=` designs).
-pub(crate) async fn while_locked<T, F, Fut>(busy: Duration, mut open: F) -> std::result::Result<T, sqlx::Error>
+pub(crate) async fn while_locked<T, F, Fut>(busy: Duration, open: F) -> std::result::Result<T, sqlx::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = std::result::Result<T, sqlx::Error>>,
 {
-    let deadline = tokio::time::Instant::now() + busy;
+    while_locked_at(None, busy, open).await
+}
+
+/// [`while_locked`], waiting on past `busy` as long as the database file at `path` (or its
+/// WAL) keeps changing: other processes are opening and writing it, so the lock changes
+/// hands (hundreds of processes opening one file at once), and this opener waits in line.
+pub(crate) async fn while_locked_at<T, F, Fut>(
+    path: Option<&Path>,
+    busy: Duration,
+    mut open: F,
+) -> std::result::Result<T, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, sqlx::Error>>,
+{
+    let mut deadline = tokio::time::Instant::now() + busy;
+    let mut seen = path.map(file_state);
     loop {
         match open().await {
-            Err(e) if is_locked(&e) && tokio::time::Instant::now() < deadline => {
+            Err(e) if is_locked(&e) => {
+                let now = tokio::time::Instant::now();
+                if let Some(p) = path {
+                    let state = file_state(p);
+                    if seen.as_ref() != Some(&state) {
+                        seen = Some(state);
+                        deadline = deadline.max(now + busy);
+                    }
+                }
+                if now >= deadline {
+                    return Err(e);
+                }
                 let pause = Duration::from_millis(rand::random_range(10..50));
                 tokio::time::sleep(pause).await;
             }
             r => return r,
         }
     }
+}
+
+/// What tells that a database file is being written: its and its WAL's size and
+/// modification times.
+fn file_state(path: &Path) -> Vec<Option<(u64, std::time::SystemTime)>> {
+    let wal = format!("{}-wal", path.display());
+    [path, Path::new(&wal)]
+        .iter()
+        .map(|p| std::fs::metadata(p).ok().and_then(|m| Some((m.len(), m.modified().ok()?))))
+        .collect()
 }
 
 /// SQLITE_BUSY (5) or SQLITE_LOCKED (6), primary or extended.
@@ -164,22 +319,17 @@ impl VersionSource for Db {
 
 #[async_trait]
 impl StateStore for Sqlite {
+    /// One step. The key's row is read first outside any transaction: a decision that
+    /// changes nothing (a waiter finding the name held, most steps on a contended name)
+    /// stands on that read and takes no write lock, so hundreds of processes waiting on one
+    /// name do not queue for the file's write lock after every release. A decision that
+    /// writes runs again in a write transaction ([`Db::write_step`]).
     async fn update<R: Send + 'static>(&self, key: &Key, f: Op<R>) -> Result<R> {
         let db = &self.db;
-        let _gate = self.wakes.write.lock().await;
-        // IMMEDIATE takes the write lock up front: two deferred readers upgrading to
-        // writers would otherwise fail with SQLITE_BUSY instead of waiting.
-        let mut tx = db.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| db.err(e))?;
-        let row: Row = sqlx::query_as("SELECT state, version, free_us FROM baton_state WHERE family = ? AND name = ?")
-            .bind(key.family.as_str())
-            .bind(&key.name)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| db.err(e))?;
-        let now = db.now_us();
-        let step = step(row, now, f)?;
-        write_state::<sqlx::Sqlite>(&mut tx, UPSERT, key, step.outcome()).await.map_err(|e| db.err(e))?;
-        tx.commit().await.map_err(|e| db.err(e))?;
+        let (step, now) = match db.step(key, &f, &self.wakes.write).await? {
+            Stepped::Read(step) => return Ok(step.committed(&self.wakes, key)),
+            Stepped::Wrote(step, now) => (step, now),
+        };
         if db.sweeps.due(&step) {
             // Best effort: a sweep that fails leaves rows for the next one.
             let before = i64::try_from(now).unwrap_or(i64::MAX).saturating_sub(grace_us());
@@ -196,7 +346,7 @@ impl StateStore for Sqlite {
             .fetch_optional(&db.pool)
             .await
             .map_err(|e| db.err(e))?;
-        Ok((decode(json.as_deref())?, db.now_us()))
+        Ok((decode(json.as_deref())?, db.now_us()?))
     }
 
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
@@ -204,6 +354,7 @@ impl StateStore for Sqlite {
     }
 
     async fn close(&self) {
+        self.db.steps.close().await;
         self.db.pool.close().await;
     }
 

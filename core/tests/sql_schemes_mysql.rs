@@ -240,3 +240,22 @@ async fn for_update_gap_lock_never_fakes_a_row() {
     sql.close().await.unwrap();
     c.close().await;
 }
+
+/// `KILL CONNECTION` of the holder's session under `advisory` and `for-update`: the
+/// holder's lost signal fires within 1 s (`sql_schemes::killed_session_is_lost_at_once`);
+/// it fired only at the next renewal before the pinned connection was watched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_session_is_lost_at_once() {
+    for s in ["advisory", "for-update"] {
+        sql_schemes::killed_session_is_lost_at_once(&url(s), s, |name| async move {
+            let mut c = raw().await;
+            let id: i64 = sqlx::query_scalar("SELECT session FROM baton_lock_fence WHERE name = ?")
+                .bind(&name)
+                .fetch_one(&mut c)
+                .await
+                .unwrap();
+            sqlx::query(&format!("KILL CONNECTION {id}")).execute(&mut c).await.unwrap();
+        })
+        .await;
+    }
+}

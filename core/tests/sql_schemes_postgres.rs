@@ -242,3 +242,24 @@ async fn optimistic_interop_with_plain_sql() {
     g.release().await.unwrap();
     c.close().await;
 }
+
+/// `pg_terminate_backend` of the holder's session under `advisory` and `for-update`: the
+/// holder's lost signal fires within 1 s (`sql_schemes::killed_session_is_lost_at_once`);
+/// it fired only at the next renewal before the pinned connection was watched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_session_is_lost_at_once() {
+    for s in ["advisory", "for-update"] {
+        sql_schemes::killed_session_is_lost_at_once(&url(s), s, |name| async move {
+            let mut c = raw().await;
+            let pid: i64 = sqlx::query_scalar("SELECT session FROM baton_lock_fence WHERE name = $1")
+                .bind(&name)
+                .fetch_one(&mut c)
+                .await
+                .unwrap();
+            let ended: bool =
+                sqlx::query_scalar("SELECT pg_terminate_backend($1)").bind(pid as i32).fetch_one(&mut c).await.unwrap();
+            assert!(ended, "no backend {pid}");
+        })
+        .await;
+    }
+}

@@ -309,6 +309,21 @@ impl Held {
             Lease::Watchdog { lease, renew } => held.renewer.add(&held, lease, renew, started),
             Lease::Ttl(_) => held.renewer.watch_ttl(&held, length),
         }
+        // A store that learns of a loss by itself (a hold's connection closing) reports
+        // it at once.
+        if let Some(gone) = spec.ctx.backend.loss_watch(&spec.key, &spec.holder) {
+            let (weak, lost) = (Arc::downgrade(&held), held.lost.clone());
+            drop(spec.ctx.rt.spawn(async move {
+                tokio::select! {
+                    gone = gone => {
+                        if gone && let Some(h) = weak.upgrade() {
+                            h.mark_lost();
+                        }
+                    }
+                    () = lost.cancelled() => {}
+                }
+            }));
+        }
         spec.ctx.track(&held);
         held
     }

@@ -80,6 +80,9 @@ impl Subscription for AnyOf {
 /// - `renew` and `release` act only on the given holder id's own hold.
 /// - Methods are cancel-safe in the sense that matters to the engine: a dropped call may
 ///   or may not have taken effect, and the engine deals with both (see `engine::attempt`).
+/// What `Store::loss_watch` hands the engine.
+pub(crate) type LossWatch = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
+
 #[async_trait]
 pub(crate) trait Store: Send + Sync + fmt::Debug + 'static {
     /// One attempt to take `req` on `key`.
@@ -117,6 +120,16 @@ pub(crate) trait Store: Send + Sync + fmt::Debug + 'static {
     fn lease_margin(&self, lease: Duration) -> Duration {
         let _ = lease;
         Duration::ZERO
+    }
+
+    /// A future that ends when the store learns that `holder`'s fresh grant of `key` is
+    /// gone (`true`: the engine fires the lost signal at once, not at the next renewal) or
+    /// that the grant ended otherwise (`false`). Asked once, right after a fresh grant.
+    /// Stores whose holds die with a connection have one (the SQL session schemes: their
+    /// pinned connection closing); `None` elsewhere.
+    fn loss_watch(&self, key: &Key, holder: &str) -> Option<LossWatch> {
+        let _ = (key, holder);
+        None
     }
 
     /// Starts listening for changes of `key`.

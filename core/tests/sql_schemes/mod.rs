@@ -370,6 +370,25 @@ macro_rules! server_schemes {
             .await;
         }
 
+        /// Every design of the database: baton's own and the four schemes.
+        fn designs() -> Vec<(&'static str, String)> {
+            let mut d = vec![("state", base())];
+            for s in ["table", "for-update", "optimistic", "advisory"] {
+                d.push((s, url(s)));
+            }
+            d
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn designs_exclude_each_other() {
+            sql_schemes::designs_exclude_each_other(&designs()).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn mixed_designs_never_overlap() {
+            sql_schemes::mixed_designs_never_overlap(&designs()).await;
+        }
+
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn pool_exhaustion_is_an_error() {
             sql_schemes::pool_exhaustion_is_an_error(&url("for-update")).await;
@@ -386,4 +405,143 @@ macro_rules! server_schemes {
             baton_testkit::behaviour_suite!(@ $set crate::$module::store);
         }
     };
+}
+
+/// Every design of one database (`(label, url)`: baton's own `state` and the schemes)
+/// against every other on one name: held under A, an attempt under B is busy (never a
+/// second grant; the hold shows in B's `inspect`), B is granted once A releases, with a
+/// larger token, and A is then busy in turn. Before the claims (`scheme/claim.rs`) every
+/// pair granted both at once, and the counter's tokens (1, 2, …) fell below `state`'s.
+pub(crate) async fn designs_exclude_each_other(designs: &[(&str, String)]) {
+    let mut clients = Vec::new();
+    for (label, url) in designs {
+        clients.push((*label, Client::connect(url).await.unwrap()));
+    }
+    for (la, a) in &clients {
+        for (lb, b) in &clients {
+            if la == lb {
+                continue;
+            }
+            let name = unique("cross-design");
+            let g = a.lock(&name).try_acquire().await.unwrap().expect("a fresh name is free");
+            match b.lock(&name).try_acquire().await {
+                Ok(None) => {}
+                Ok(Some(g2)) => panic!(
+                    "{name}: held under {la} (token {}), granted under {lb} too (token {})",
+                    g.token().get(),
+                    g2.token().get()
+                ),
+                Err(e) => panic!("{name}: held under {la}, {lb} failed instead of busy: {e}"),
+            }
+            assert!(b.inspect(&name).await.unwrap().is_held(), "{name}: {la}'s hold not seen under {lb}");
+            let t = g.token();
+            g.release().await.unwrap();
+            let g2 = b.lock(&name).try_acquire().await.unwrap();
+            let g2 = g2.unwrap_or_else(|| panic!("{name}: free again after {la}'s release, busy under {lb}"));
+            assert!(g2.token() > t, "{name}: {lb}'s token {} after {la}'s {}", g2.token().get(), t.get());
+            assert!(
+                a.lock(&name).try_acquire().await.unwrap().is_none(),
+                "{name}: held under {lb}, granted under {la}"
+            );
+            let t2 = g2.token();
+            g2.release().await.unwrap();
+            let g3 = a.lock(&name).try_acquire().await.unwrap().expect("free after the release");
+            assert!(g3.token() > t2, "{name}: {la}'s token {} after {lb}'s {}", g3.token().get(), t2.get());
+            g3.release().await.unwrap();
+        }
+    }
+    for (_, c) in clients {
+        c.close().await;
+    }
+}
+
+/// Two tasks per design, every design contending for one name at once, each grant held
+/// for 10 ms: never two holders at a time (an in-process count), and tokens rise in grant
+/// order across the designs. A wait for a hold under another design ends at the engine's
+/// re-check (each second) at the latest, so each acquire gets 60 s on a loaded machine.
+pub(crate) async fn mixed_designs_never_overlap(designs: &[(&str, String)]) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let name = unique("mixed-designs");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let grants = Arc::new(std::sync::Mutex::new(Vec::<(u64, String)>::new()));
+    let mut tasks = Vec::new();
+    let mut clients = Vec::new();
+    for (label, url) in designs {
+        let c = Client::connect(url).await.unwrap();
+        for _ in 0..2 {
+            let (c, name, label) = (c.clone(), name.clone(), label.to_string());
+            let (inside, overlaps, grants) = (inside.clone(), overlaps.clone(), grants.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..3 {
+                    let lock = c.lock(&name);
+                    let g = bounded("a grant", Duration::from_secs(70), lock.acquire_timeout(Duration::from_secs(60)))
+                        .await
+                        .unwrap_or_else(|e| panic!("{label}: {e}"));
+                    if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                        overlaps.fetch_add(1, Ordering::SeqCst);
+                    }
+                    grants.lock().unwrap().push((g.token().get(), label.clone()));
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    g.release().await.unwrap();
+                }
+            }));
+        }
+        clients.push(c);
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let grants = grants.lock().unwrap().clone();
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two holders at once; grants: {grants:?}");
+    assert!(grants.windows(2).all(|w| w[1].0 > w[0].0), "tokens did not rise in grant order: {grants:?}");
+    for c in clients {
+        c.close().await;
+    }
+}
+
+/// The server ends the holder's session while it holds under `scheme` (`for-update`,
+/// `advisory`): `kill` runs the server's statement for it (`pg_terminate_backend`, `KILL
+/// CONNECTION`) on the session the counter row names. The lock is free at once on the
+/// server, so the holder's lost signal must fire at once too — not at its next renewal,
+/// 20 s away here (lease 60 s, renewed every 20 s). The bound, 1 s after the kill, is far
+/// below that and far above the loopback close's delivery (well under 10 ms), for a
+/// loaded machine. The next holder is granted (the lock was free), with a larger token.
+pub(crate) async fn killed_session_is_lost_at_once<F, Fut>(url: &str, scheme: &str, kill: F)
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (a, b) = (Client::connect(url).await.unwrap(), Client::connect(url).await.unwrap());
+    let name = unique("killed-session");
+    let opts = baton::LockOptions::new().lease(Duration::from_secs(60)).renew_every(Duration::from_secs(20));
+    let g = a.lock_with(&name, opts).acquire().await.unwrap();
+    let lost = g.lost();
+    let waiter = tokio::spawn({
+        let (b, name) = (b.clone(), name.clone());
+        async move {
+            let g = b.lock(&name).acquire_timeout(Duration::from_secs(30)).await;
+            (g, tokio::time::Instant::now())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let killed = tokio::time::Instant::now();
+    kill(name.clone()).await;
+    let r = tokio::time::timeout(Duration::from_secs(1), lost).await;
+    let lost_after = killed.elapsed();
+    assert!(r.is_ok(), "{scheme}: the holder's session was ended but its lost signal did not fire within 1 s");
+    let (g2, granted_at) = bounded("the next holder", Duration::from_secs(40), waiter).await.unwrap();
+    let g2 = g2.unwrap();
+    eprintln!(
+        "{scheme}: lost {lost_after:?} after the kill; the next holder granted {:?} after it",
+        granted_at.saturating_duration_since(killed)
+    );
+    assert!(g2.token() > g.token(), "{scheme}: tokens rise");
+    assert!(g.is_lost());
+    drop(g);
+    g2.release().await.unwrap();
+    a.close().await;
+    b.close().await;
 }

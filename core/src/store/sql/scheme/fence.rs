@@ -22,8 +22,8 @@ pub(crate) fn schema(d: Dialect, table: &str) -> String {
     }
 }
 
-/// Bumps the counter of `name` and records the grant's holder and session; returns the
-/// new token. One statement, committed on its own through the pool, which runs it again
+/// Bumps the counter of `name` (to at least the database's clock in µs) and records the
+/// grant's holder and session; returns the new token. One statement, committed on its own through the pool, which runs it again
 /// when InnoDB or PostgreSQL picks it as a deadlock victim (grants of overlapping names at
 /// once: a multi-lock's).
 pub(crate) async fn next(
@@ -40,25 +40,38 @@ pub(crate) async fn next(
     let token = match d {
         // LAST_INSERT_ID(expr) hands the counter back in the statement's reply.
         Dialect::Mysql => {
+            let now = d.now_us();
             let sql = format!(
-                "INSERT INTO {t} (name, fence, holder, session) VALUES (?, LAST_INSERT_ID(1), ?, ?) \
-                 ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), holder = VALUES(holder), \
+                "INSERT INTO {t} (name, fence, holder, session) VALUES (?, LAST_INSERT_ID({now}), ?, ?) \
+                 ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(GREATEST(fence + 1, {now})), holder = VALUES(holder), \
                  session = VALUES(session)"
             );
             i64::try_from(pool.exec(&sql, &args).await?.last_id).unwrap_or(i64::MAX)
         }
         _ => {
             let sql = format!(
-                "INSERT INTO {t} (name, fence, holder, session) VALUES ({}, 1, {}, {}) ON CONFLICT (name) DO UPDATE \
-                 SET fence = {t}.fence + 1, holder = excluded.holder, session = excluded.session RETURNING fence",
+                "INSERT INTO {t} (name, fence, holder, session) VALUES ({}, {}, {}, {}) ON CONFLICT (name) DO UPDATE \
+                 SET fence = {}({t}.fence + 1, excluded.fence), holder = excluded.holder, \
+                 session = excluded.session RETURNING fence",
                 d.p(1),
+                d.now_us(),
                 d.p(2),
-                d.p(3)
+                d.p(3),
+                d.greatest()
             );
             pool.one::<(i64,)>(&sql, &args).await?.0
         }
     };
     Ok(u64::try_from(token).unwrap_or(0))
+}
+
+/// Raises the counter of `name` to `token` (a claim's token above the scheme's own).
+pub(crate) async fn adopt(pool: &Pool, table: &str, name: &str, token: u64) -> std::result::Result<(), sqlx::Error> {
+    let d = pool.dialect();
+    let sql =
+        format!("UPDATE {t} SET fence = {}(fence, {}) WHERE name = {}", d.greatest(), d.p(1), d.p(2), t = d.q(table));
+    let token = i64::try_from(token).unwrap_or(i64::MAX);
+    pool.exec(&sql, &[Arg::I(token), Arg::S(name)]).await.map(drop)
 }
 
 /// The last token of `name`, its holder and session (`None`: never granted).

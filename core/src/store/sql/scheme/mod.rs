@@ -10,7 +10,9 @@
 //!
 //! Every scheme has plain locks (`Lock`) only; fair locks, read-write locks, semaphores and
 //! latches are `Unsupported` under a scheme and live in the default design (no `scheme`).
-//! Each scheme is a [`LockScheme`]; this module routes the `Store` calls to it.
+//! Each scheme is a [`LockScheme`]; this module routes the `Store` calls to it, and
+//! pairs every grant with a claim in baton's own design (`claim`): a name held under one
+//! design is busy under every other on the same database.
 
 // The driver face (`db`) covers the three databases; a build with fewer leaves parts unused.
 #![cfg_attr(
@@ -20,6 +22,7 @@
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod advisory;
+mod claim;
 pub(crate) mod config;
 mod db;
 mod fence;
@@ -30,6 +33,8 @@ mod optimistic;
 mod pinned;
 mod table;
 mod wait;
+#[cfg(all(unix, any(feature = "postgres", feature = "mysql")))]
+mod watch;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,6 +60,14 @@ pub(crate) trait LockScheme: Send + Sync + 'static {
     async fn read(&self, name: &str) -> Result<(KeyState, u64)>;
     /// A number that changes whenever the lock may have been freed (waiters poll it).
     async fn version(&self, name: &str) -> Result<i64>;
+    /// Records `token` as the token of `holder`'s fresh grant of `name` and as the name's
+    /// last token: the claim handed out a higher one than the scheme's own (`claim::take`).
+    async fn adopt(&self, name: &str, holder: &str, token: u64) -> Result<()>;
+    /// `Store::loss_watch` of `holder`'s fresh grant of `name`.
+    fn loss_watch(&self, name: &str, holder: &str) -> Option<crate::store::LossWatch> {
+        let _ = (name, holder);
+        None
+    }
     async fn close(&self);
     /// The statements one uncontended acquire + release of `name` sends, each timed raw
     /// on the scheme's own connections (feature `bench`; `Client::yardsticks`).
@@ -71,6 +84,11 @@ pub(crate) struct SchemeStore {
     imp: Arc<dyn LockScheme>,
     /// What names the store's locks in this process (its waiters' wake-ups).
     id: String,
+    /// baton's own design on the same database, where every grant is claimed.
+    claims: claim::Claims,
+    /// What names this scheme in its claims: the scheme and its table (`advisory`: the
+    /// scheme alone, its locks are the server's).
+    ident: String,
 }
 
 impl std::fmt::Debug for SchemeStore {
@@ -110,7 +128,18 @@ impl SchemeStore {
             _ => return Err(Error::unsupported(format!("`?scheme={}` needs a database server", scheme.as_str()))),
         };
         let id = format!("sql-scheme:{}:{}:{}", scheme.as_str(), url.identity(), cfg.names.table);
-        Ok(Some(SchemeStore { scheme, imp, id }))
+        let claims = match claim::Claims::open(url).await {
+            Ok(c) => c,
+            Err(e) => {
+                imp.close().await;
+                return Err(e);
+            }
+        };
+        let ident = match scheme {
+            Scheme::Advisory => scheme.as_str().to_owned(),
+            _ => format!("{}:{}", scheme.as_str(), cfg.names.table),
+        };
+        Ok(Some(SchemeStore { scheme, imp, id, claims, ident }))
     }
 
     /// The refusal of everything but plain locks, naming where it is.
@@ -215,16 +244,57 @@ fn lease_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+impl SchemeStore {
+    /// Gives back a grant of the scheme's own whose claim failed (best effort: what is
+    /// left ends with its lease). No waiter is woken: nothing was free for them.
+    async fn undo(&self, name: &str, holder: &str) {
+        let _ = self.imp.release(name, holder, u32::MAX).await;
+    }
+}
+
 #[async_trait]
 impl Store for SchemeStore {
+    /// The scheme's own grant, then its claim (`claim`): a name held under another
+    /// design is busy, and the own grant is given back.
     async fn acquire(&self, key: &Key, req: &Request) -> Result<Attempt> {
         self.check(key, Some(&req.mode))?;
-        self.imp.acquire(&key.name, req).await
+        let got = self.imp.acquire(&key.name, req).await?;
+        let Attempt::Granted { token, count, fresh: true } = got else { return Ok(got) };
+        let claimed = self.claims.take(&key.name, &self.ident, &req.holder, req.lease_ms, token).await;
+        match claimed {
+            Ok(claim::Claimed::Granted(t)) => {
+                if t != token
+                    && let Err(e) = self.imp.adopt(&key.name, &req.holder, t).await
+                {
+                    self.undo(&key.name, &req.holder).await;
+                    let _ = self.claims.release(&key.name, &self.ident, &req.holder).await;
+                    return Err(e);
+                }
+                Ok(Attempt::Granted { token: t, count, fresh: true })
+            }
+            Ok(claim::Claimed::Busy { retry_ms }) => {
+                self.undo(&key.name, &req.holder).await;
+                Ok(Attempt::Busy { retry_ms })
+            }
+            Err(e) => {
+                self.undo(&key.name, &req.holder).await;
+                Err(e)
+            }
+        }
     }
 
+    /// The scheme's own renewal, then the claim's; a claim gone is a lost lock (the own
+    /// hold is given back).
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {
         self.check(key, None)?;
-        self.imp.renew(&key.name, holder, lease_ms(lease)).await
+        if !self.imp.renew(&key.name, holder, lease_ms(lease)).await? {
+            return Ok(false);
+        }
+        if self.claims.renew(&key.name, &self.ident, holder, lease).await? {
+            return Ok(true);
+        }
+        self.undo(&key.name, holder).await;
+        Ok(false)
     }
 
     /// Every renewal of the batch at once (each is one statement on its own connection).
@@ -236,6 +306,10 @@ impl Store for SchemeStore {
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
         self.check(key, None)?;
         let out = self.imp.release(&key.name, holder, count).await?;
+        if !matches!(out, Released::StillHeld(_)) {
+            // Best effort: a claim left behind keeps other designs out until its lease ends.
+            let _ = self.claims.release(&key.name, &self.ident, holder).await;
+        }
         if out == Released::Freed {
             wait::handoff(&self.id, &key.name).notify_one();
         }
@@ -246,6 +320,10 @@ impl Store for SchemeStore {
         Ok(())
     }
 
+    fn loss_watch(&self, key: &Key, holder: &str) -> Option<crate::store::LossWatch> {
+        self.imp.loss_watch(&key.name, holder)
+    }
+
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         self.check(key, None)?;
         Ok(Box::new(wait::Waiter::start(self.imp.clone(), &self.id, &key.name).await?))
@@ -253,7 +331,16 @@ impl Store for SchemeStore {
 
     async fn inspect(&self, key: &Key) -> Result<Inspection> {
         self.check(key, None)?;
-        let (s, now) = self.imp.read(&key.name).await?;
+        let (mut s, now) = self.imp.read(&key.name).await?;
+        // A hold under another design (baton's own, another scheme) shows as well.
+        let (claims, claims_now_us) = self.claims.read(&key.name).await?;
+        let view = crate::state::inspect(&claims, claims_now_us);
+        let ours = claim::holder(&self.ident, "");
+        for h in view.holds.into_iter().filter(|h| !h.holder.starts_with(&ours)) {
+            let left = h.expires_ms.saturating_sub(claims_now_us / 1000);
+            s.holds.push(crate::state::Hold { expires_ms: now.saturating_add(left), ..h });
+        }
+        s.fence = s.fence.max(claims.fence);
         Ok(Inspection::from_state(key, &s, now))
     }
 
@@ -271,6 +358,7 @@ impl Store for SchemeStore {
 
     async fn close(&self) {
         self.imp.close().await;
+        self.claims.close().await;
     }
 
     #[cfg(feature = "bench")]

@@ -39,6 +39,7 @@ struct Sql {
     count: String,
     free: String,
     renew: String,
+    adopt: String,
 }
 
 /// A row as read: owner, version, expiry, hold count, token, the DB clock.
@@ -97,6 +98,7 @@ impl Optimistic {
             count: format!("UPDATE {t} SET {count} = {}, {}", p(1), cas(1)),
             free: format!("UPDATE {t} SET {owner} = NULL, {exp} = NULL, {count} = 0, {}", cas(0)),
             renew: format!("UPDATE {t} SET {exp} = {now} + {}, {}", p(1), cas(1)),
+            adopt: format!("UPDATE {t} SET {token} = {} WHERE {name} = {} AND {owner} = {}", p(1), p(2), p(3)),
         };
         Ok(Optimistic { c, sql, steps: crate::sync::Registry::default() })
     }
@@ -111,8 +113,13 @@ impl Optimistic {
 
     /// One compare-and-set: `sql` with its own arguments `set`, then the version check.
     async fn cas(&self, sql: &str, set: &[Arg<'_>], name: &str, version: i64) -> Result<bool> {
+        self.cas_to(sql, set, name, version, version + 1).await
+    }
+
+    /// [`Optimistic::cas`] to the version `next`.
+    async fn cas_to(&self, sql: &str, set: &[Arg<'_>], name: &str, version: i64, next: i64) -> Result<bool> {
         let mut args = set.to_vec();
-        args.extend([Arg::I(version + 1), Arg::S(name), Arg::I(version)]);
+        args.extend([Arg::I(next), Arg::S(name), Arg::I(version)]);
         Ok(self.c.pool.exec(sql, &args).await.map_err(err(&self.c.store))?.rows == 1)
     }
 }
@@ -146,9 +153,11 @@ impl LockScheme for Optimistic {
                 return Ok(Attempt::Busy { retry_ms: exp.map(|x| u64::try_from(x - now).unwrap_or(0)) });
             }
             let lease = i64::try_from(req.lease_ms).unwrap_or(i64::MAX);
-            let new = version + 1;
+            // The version (and token) is at least the database's clock in µs, as the other
+            // designs' tokens are, so that tokens of one name rise across them (`claim`).
+            let new = (version + 1).max(now.saturating_mul(1000));
             let set = [Arg::S(&req.holder), Arg::I(lease), Arg::I(new)];
-            let took = self.cas(&self.sql.take, &set, name, version).await?;
+            let took = self.cas_to(&self.sql.take, &set, name, version, new).await?;
             // Lost the race: someone else's update came first, so it holds now.
             return Ok(if took {
                 Attempt::Granted { token: u64::try_from(new).unwrap_or(0), count: 1, fresh: true }
@@ -214,6 +223,11 @@ impl LockScheme for Optimistic {
 
     async fn version(&self, name: &str) -> Result<i64> {
         Ok(self.row(name).await?.map_or(-1, |r| r.1))
+    }
+
+    async fn adopt(&self, name: &str, holder: &str, token: u64) -> Result<()> {
+        let args = [Arg::I(i64::try_from(token).unwrap_or(i64::MAX)), Arg::S(name), Arg::S(holder)];
+        self.c.pool.exec(&self.sql.adopt, &args).await.map(drop).map_err(err(&self.c.store))
     }
 
     async fn close(&self) {

@@ -4,7 +4,9 @@
 //! closes or stays idle past the lease (`idle_in_transaction_session_timeout` /
 //! `idle_session_timeout` on PostgreSQL, `wait_timeout` on MySQL): that is the lease, and
 //! each renewal is a statement on the connection. Re-entry is counted here (a hold lives in
-//! the process that took it); the token comes from the counter table.
+//! the process that took it); the token comes from the counter table. The connection's
+//! socket is watched while held (`watch`): its closing is the hold's loss, signalled at
+//! once (`Store::loss_watch`), not at the next renewal.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -73,7 +75,23 @@ struct Hold {
     session: i64,
     /// When the server ends the session unless renewed.
     deadline: Instant,
+    /// The watch of the connection's socket (none where it was not found).
+    watch: Option<Watch>,
 }
+
+#[cfg(unix)]
+use super::watch::Watch;
+
+/// No socket watch on this platform: holds end at their renewal or lease.
+#[cfg(not(unix))]
+pub(crate) struct Watch {
+    lost: tokio_util::sync::CancellationToken,
+    over: tokio_util::sync::CancellationToken,
+}
+
+/// The signals of a watched hold that the engine has not asked for yet: its holder,
+/// `lost` and `over` (`Watch`).
+type Signals = (String, tokio_util::sync::CancellationToken, tokio_util::sync::CancellationToken);
 
 type Slot = Arc<tokio::sync::Mutex<Option<Hold>>>;
 
@@ -85,11 +103,57 @@ pub(crate) struct Pinned<S> {
     fence_table: String,
     /// One slot per name: steps on one name run one at a time in this process.
     slots: Mutex<HashMap<String, Slot>>,
+    /// The ports of each session's connection and where its socket was found last.
+    ports: Mutex<HashMap<i64, (u16, u16, i32)>>,
+    /// Fresh grants' watches, until the engine asks for them (`loss_watch`).
+    signals: Mutex<HashMap<String, Signals>>,
 }
 
 impl<S: Session> Pinned<S> {
     pub(crate) fn new(s: S, c: Conns, pinned: Pool, cfg: &SchemeConfig) -> Pinned<S> {
-        Pinned { s, c, pinned, max: cfg.pool, fence_table: cfg.names.fence_table.clone(), slots: Mutex::default() }
+        Pinned {
+            s,
+            c,
+            pinned,
+            max: cfg.pool,
+            fence_table: cfg.names.fence_table.clone(),
+            slots: Mutex::default(),
+            ports: Mutex::default(),
+            signals: Mutex::default(),
+        }
+    }
+
+    /// Watches the socket of `held`'s connection (session `session`): the server's view of
+    /// its ports, asked once per connection, finds it among this process's descriptors.
+    #[cfg(unix)]
+    async fn watch(&self, held: &mut Held, session: i64) -> Option<Watch> {
+        let cached = self.ports.locked().get(&session).copied();
+        let mut found = cached.and_then(|(l, p, fd)| super::watch::find(l, p, Some(fd)).map(|f| (f, l, p)));
+        if found.is_none() {
+            let sql = if self.c.pool.dialect() == super::db::Dialect::Mysql {
+                "SELECT CAST(SUBSTRING_INDEX(HOST, ':', -1) AS SIGNED), CAST(@@port AS SIGNED) \
+                 FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"
+            } else {
+                "SELECT COALESCE(inet_client_port(), -1)::bigint, COALESCE(inet_server_port(), -1)::bigint"
+            };
+            let (l, p): (Option<i64>, Option<i64>) = held.ex().one(sql, &[]).await.ok()?;
+            let (l, p) = (u16::try_from(l?).ok()?, u16::try_from(p?).ok()?);
+            found = super::watch::find(l, p, None).map(|f| (f, l, p));
+        }
+        let ((fd, raw), l, p) = found?;
+        {
+            let mut ports = self.ports.locked();
+            if ports.len() >= 4096 {
+                ports.clear();
+            }
+            ports.insert(session, (l, p, raw));
+        }
+        Watch::start(fd)
+    }
+
+    #[cfg(not(unix))]
+    async fn watch(&self, _held: &mut Held, _session: i64) -> Option<Watch> {
+        None
     }
 
     fn slot(&self, name: &str) -> Slot {
@@ -108,7 +172,8 @@ impl<S: Session> Pinned<S> {
 /// The hold in `slot` if it is still alive; an expired one is ended (its session would be
 /// closed by the server anyway).
 async fn live(slot: &mut Option<Hold>) -> Option<&mut Hold> {
-    if slot.as_ref().is_some_and(|h| h.deadline <= Instant::now())
+    let closed = |h: &Hold| h.watch.as_ref().is_some_and(|w| w.lost.is_cancelled());
+    if slot.as_ref().is_some_and(|h| h.deadline <= Instant::now() || closed(h))
         && let Some(h) = slot.take()
     {
         h.held.abandon().await;
@@ -136,7 +201,7 @@ impl<S: Session> LockScheme for Pinned<S> {
         let e = err(&self.c.store);
         let conn = self.pinned.conn_now().await.map_err(&e)?.ok_or_else(|| self.exhausted())?;
         let started = Instant::now();
-        let Some((held, session)) = self.s.take(&self.c, conn, name, req.lease_ms).await.map_err(&e)? else {
+        let Some((mut held, session)) = self.s.take(&self.c, conn, name, req.lease_ms).await.map_err(&e)? else {
             return Ok(Attempt::Busy { retry_ms: None });
         };
         let token = match fence::next(&self.c.pool, &self.fence_table, name, &req.holder, Some(session)).await {
@@ -146,8 +211,12 @@ impl<S: Session> LockScheme for Pinned<S> {
                 return Err(e(x));
             }
         };
+        let watch = self.watch(&mut held, session).await;
+        if let Some(w) = &watch {
+            self.signals.locked().insert(name.to_owned(), (req.holder.clone(), w.lost.clone(), w.over.clone()));
+        }
         let deadline = started + Duration::from_millis(req.lease_ms);
-        *g = Some(Hold { holder: req.holder.clone(), count: 1, token, held, session, deadline });
+        *g = Some(Hold { holder: req.holder.clone(), count: 1, token, held, session, deadline, watch });
         Ok(Attempt::Granted { token, count: 1, fresh: true })
     }
 
@@ -181,6 +250,12 @@ impl<S: Session> LockScheme for Pinned<S> {
             return Ok(Released::StillHeld(h.count));
         }
         let Some(h) = g.take() else { return Ok(Released::NotHeld) };
+        {
+            let mut signals = self.signals.locked();
+            if signals.get(name).is_some_and(|s| s.0 == holder) {
+                signals.remove(name);
+            }
+        }
         let mark = fence::released(&self.c.pool, &self.fence_table, name, h.session);
         let gave = if self.s.cheap_holder() {
             // Waiters poll the lock itself, not the mark: both at once, each on its own
@@ -243,6 +318,30 @@ impl<S: Session> LockScheme for Pinned<S> {
             session >= 0
         };
         Ok(i64::try_from(fence).unwrap_or(0).saturating_mul(2) + i64::from(held))
+    }
+
+    fn loss_watch(&self, name: &str, holder: &str) -> Option<crate::store::LossWatch> {
+        let mut signals = self.signals.locked();
+        let (h, lost, over) = signals.remove(name)?;
+        if h != holder {
+            signals.insert(name.to_owned(), (h, lost, over));
+            return None;
+        }
+        Some(Box::pin(async move {
+            tokio::select! {
+                biased;
+                () = over.cancelled() => false,
+                () = lost.cancelled() => true,
+            }
+        }))
+    }
+
+    async fn adopt(&self, name: &str, holder: &str, token: u64) -> Result<()> {
+        let slot = self.slot(name);
+        if let Some(h) = slot.lock().await.as_mut().filter(|h| h.holder == holder) {
+            h.token = token;
+        }
+        fence::adopt(&self.c.pool, &self.fence_table, name, token).await.map_err(err(&self.c.store))
     }
 
     async fn close(&self) {

@@ -209,6 +209,12 @@ impl LockScheme for Table {
         Ok(v.map_or(-1, |v| v.0))
     }
 
+    async fn adopt(&self, name: &str, holder: &str, token: u64) -> Result<()> {
+        let (pool, e) = (&self.c.pool, err(&self.c.store));
+        pool.exec(&self.sql.set_token, &[Arg::I(ms(token)), Arg::S(name), Arg::S(holder)]).await.map_err(&e)?;
+        fence::adopt(pool, &self.n.fence_table, name, token).await.map_err(&e)
+    }
+
     async fn close(&self) {
         self.c.pool.close().await;
     }

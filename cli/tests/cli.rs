@@ -743,4 +743,35 @@ fn refused_credentials_exit_69_on_every_store() {
         assert_eq!(out.status.code(), Some(69), "{var}: {}", stderr(&out));
         assert!(!stderr(&out).contains("wrong-pw-4711"), "{var}: {}", stderr(&out));
     }
+    // Redis and Redlock (issue #39 item 15): a redis-server of the test's own with
+    // `requirepass`, asked with a wrong password and with none, is 69 with one short line
+    // (it was 70, with a 1 487-byte "Pipeline failures" dump for the missing password).
+    if std::process::Command::new("redis-server").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "redis-server not installed");
+        return;
+    }
+    let pw = "Own-Req-Pass-2231";
+    let mut own = baton_lab::OwnRedis::configure(tempfile::tempdir().unwrap(), None, |a| {
+        a.extend(["--requirepass".to_owned(), pw.to_owned()]);
+    })
+    .unwrap();
+    own.run().unwrap();
+    let at = format!("127.0.0.1:{}", own.port);
+    for url in [
+        format!("redis://:wrong-pw-4711@{at}?connect_timeout=2s"),
+        format!("redis://{at}?connect_timeout=2s"),
+        format!("redlock://:wrong-pw-4711@{at}?connect_timeout=2s&node_timeout=1s"),
+        format!("redlock://{at}?connect_timeout=2s&node_timeout=1s"),
+    ] {
+        let out = run_to_end(
+            baton().args(["run", "--url", &url, "--wait", "5s", "auth/refused", "--", "true"]),
+            Duration::from_secs(60),
+            "baton run with a wrong or no password",
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(69), "{url}: {err}");
+        assert!(!err.contains("wrong-pw-4711") && !err.contains(pw), "{url}: {err}");
+        assert!(err.contains("NOAUTH") || err.contains("WRONGPASS"), "{url}: {err}");
+        assert!(err.len() < 600 && !err.contains("Pipeline"), "{url}: {} bytes: {err}", err.len());
+    }
 }

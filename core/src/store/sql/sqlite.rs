@@ -81,7 +81,7 @@ struct Db {
 
 impl Db {
     fn now_us(&self) -> Result<u64> {
-        Ok(super::boot_clock::now_us(self.clock))
+        super::boot_clock::now_us(self.clock).map_err(|e| Error::unsupported(format!("SQLite {}: {e}", self.path)))
     }
 }
 
@@ -92,6 +92,8 @@ impl Sqlite {
 
     async fn connect(config: FileConfig) -> Result<Sqlite> {
         let FileConfig { path, busy_timeout: busy } = config;
+        // Fail closed: a process that cannot tell the host's boot clock judges no lease.
+        super::boot_clock::now_us(0).map_err(|e| Error::unsupported(format!("SQLite {path}: {e}")))?;
         let opts = SqliteConnectOptions::from_str("sqlite://")
             .map_err(|e| Error::backend("cannot configure SQLite").with_source(e))?
             .filename(&path)

@@ -14,10 +14,10 @@ pub(crate) enum SqlConfig {
     /// `sqlite:///path/file.db[?busy_timeout=]`.
     #[cfg(feature = "sqlite")]
     Sqlite(FileConfig),
-    /// `postgres[ql]://user:password@host:port/db[?sslmode=&sslrootcert=]`.
+    /// `postgres[ql]://user:password@host:port/db[?sslmode=&sslrootcert=&create=]`.
     #[cfg(feature = "postgres")]
     Postgres(ServerConfig),
-    /// `mysql://user:password@host:port/db[?ssl-mode=&ssl-ca=]`.
+    /// `mysql://user:password@host:port/db[?ssl-mode=&ssl-ca=&create=]`.
     #[cfg(feature = "mysql")]
     Mysql(ServerConfig),
 }
@@ -46,6 +46,8 @@ pub(crate) struct ServerConfig {
     password: Option<String>,
     /// The TLS options, checked, as the driver reads them (`super::tls`).
     tls: Vec<(&'static str, String)>,
+    /// `?create=false`: the store's tables must exist; it never makes nor alters them.
+    pub(crate) create: bool,
 }
 
 impl SqlConfig {
@@ -106,8 +108,15 @@ impl FileConfig {
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 impl ServerConfig {
     fn from_url(url: &StoreUrl) -> Result<ServerConfig> {
-        url.check_options(&[COMMON_OPTIONS, &["scheme"], &super::tls::options(url.scheme())].concat())?;
-        ServerConfig::unchecked(url)
+        url.check_options(&[COMMON_OPTIONS, &["scheme", "create"], &super::tls::options(url.scheme())].concat())?;
+        let create = match url.option("create") {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(v) => {
+                return Err(Error::invalid_argument(format!("option `create` of {url}: `{v}` is not true or false")));
+            }
+        };
+        Ok(ServerConfig { create, ..ServerConfig::unchecked(url)? })
     }
 
     /// The server of `url`, whatever its other options (the lock schemes check their
@@ -120,6 +129,7 @@ impl ServerConfig {
             user: url.user().map(str::to_owned),
             password: url.password().map(str::to_owned),
             tls: super::tls::driver_options(url)?,
+            create: true,
         })
     }
 
@@ -171,6 +181,9 @@ mod tests {
         assert_eq!(c.driver_url("postgres"), "postgres://u:p%20w@h:5432/db");
         assert!(!format!("{c:?}").contains("p w") && !c.shown.contains("p%20w"), "{c:?}");
         assert_eq!(parse("postgres://h/db?busy_timeout=1s").unwrap_err().kind(), ErrorKind::InvalidUrl);
+        let SqlConfig::Postgres(c) = parse("postgres://h/db?create=false").unwrap() else { panic!() };
+        assert!(!c.create);
+        assert_eq!(parse("postgres://h/db?create=no").unwrap_err().kind(), ErrorKind::InvalidArgument);
     }
 
     #[cfg(all(feature = "postgres", feature = "mysql"))]

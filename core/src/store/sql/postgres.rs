@@ -2,7 +2,8 @@
 //! key's row (`SELECT … FOR UPDATE`) and runs the shared rules of `crate::state` on the
 //! server's clock (`clock_timestamp()`). Waiters are woken by `NOTIFY baton_state`, sent
 //! inside the transaction (so only on commit) and received by one `LISTEN` connection
-//! per client.
+//! per client. The table is made (or migrated) only when the catalog shows it missing, so
+//! roles that do not own it share it (`?create=false`: never).
 
 use crate::sync::LockExt;
 use std::sync::Arc;
@@ -41,6 +42,13 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS baton_state (
 const FREE_COLUMN: &str = "ALTER TABLE baton_state ADD COLUMN IF NOT EXISTS free_us BIGINT";
 const FREE_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS baton_state_free ON baton_state (free_us) WHERE free_us IS NOT NULL";
+/// Whether `baton_state` (as the search path finds it) exists, has `free_us`, and has the
+/// sweep's index: the catalog, readable by every role.
+const SCHEMA_STATE: &str = "SELECT to_regclass('baton_state') IS NOT NULL,
+    EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('baton_state')
+        AND attname = 'free_us' AND NOT attisdropped),
+    EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE i.indrelid = to_regclass('baton_state') AND c.relname = 'baton_state_free')";
 /// The server's clock in microseconds since the Unix epoch.
 const NOW_US: &str = "(extract(epoch from clock_timestamp()) * 1000000)::bigint";
 /// How many times a step makes its key's row again when a sweep removed it between the
@@ -75,7 +83,7 @@ impl Postgres {
             },
         );
         let pool = open_pool(options, &config.driver_url("postgres"), &store).await?;
-        create_schema(&pool).await.map_err(|e| driver_error(&store, e))?;
+        create_schema(&pool, config.create, &store).await?;
         let mut listener = PgListener::connect_with(&pool).await.map_err(|e| driver_error(&store, e))?;
         listener.listen(CHANNEL).await.map_err(|e| driver_error(&store, e))?;
         let wakes = Wakes::for_store(&format!("postgres:{}", config.shown));
@@ -94,15 +102,32 @@ impl Postgres {
     }
 }
 
-/// Creates the table once; concurrent `CREATE TABLE IF NOT EXISTS` can collide in the
-/// catalog, so creators take a transaction-scoped advisory lock first.
-async fn create_schema(pool: &PgPool) -> std::result::Result<(), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('baton_state'))").execute(&mut *tx).await?;
-    sqlx::query(SCHEMA).execute(&mut *tx).await?;
-    sqlx::query(FREE_COLUMN).execute(&mut *tx).await?;
-    sqlx::query(FREE_INDEX).execute(&mut *tx).await?;
-    tx.commit().await
+/// What the table lacks, read from the catalog first: a role that does not own the table
+/// (granted only SELECT, INSERT, UPDATE, DELETE on it) must never run DDL, which needs
+/// ownership (`ALTER TABLE`, `CREATE INDEX`) or CREATE on the schema even when nothing is
+/// to be done. Only what is missing is made, once; concurrent `CREATE TABLE IF NOT EXISTS`
+/// can collide in the catalog, so creators take a transaction-scoped advisory lock first.
+/// With `?create=false` nothing is made: a missing table or column is an error naming
+/// what to create (a missing index only slows the sweep).
+async fn create_schema(pool: &PgPool, create: bool, store: &str) -> Result<()> {
+    let err = |e| driver_error(store, e);
+    let (table, column, index): (bool, bool, bool) = sqlx::query_as(SCHEMA_STATE).fetch_one(pool).await.map_err(err)?;
+    if table && column && (index || !create) {
+        return Ok(());
+    }
+    if !create {
+        let missing = if table { "has no column free_us" } else { "does not exist" };
+        return Err(Error::backend(format!(
+            "{store}: table baton_state {missing}, and ?create=false forbids making it; as its owner run: {SCHEMA}; \
+             {FREE_COLUMN}; {FREE_INDEX}"
+        )));
+    }
+    let mut tx = pool.begin().await.map_err(err)?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('baton_state'))").execute(&mut *tx).await.map_err(err)?;
+    sqlx::query(SCHEMA).execute(&mut *tx).await.map_err(err)?;
+    sqlx::query(FREE_COLUMN).execute(&mut *tx).await.map_err(err)?;
+    sqlx::query(FREE_INDEX).execute(&mut *tx).await.map_err(err)?;
+    tx.commit().await.map_err(err)
 }
 
 /// Turns notifications into wake-ups of this process's waiters. sqlx's listener

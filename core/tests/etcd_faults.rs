@@ -563,10 +563,10 @@ impl AuthEtcd {
 
 /// Every transport's URL on test etcds of their own with short-lived auth tokens: gRPC on
 /// the direct HTTP/2 channel (`etcd://`), on tonic's over TLS (`etcds://`), and the JSON
-/// gateway (`etcd+http://`).
+/// gateway (`etcd+http://`, `etcd+https://`).
 async fn token_ttl_urls() -> (Vec<String>, (AuthEtcd, AuthEtcd)) {
     let (plain, tls) = tokio::join!(AuthEtcd::start(false), AuthEtcd::start(true));
-    let urls = vec![plain.url("etcd"), tls.url("etcds"), plain.url("etcd+http")];
+    let urls = vec![plain.url("etcd"), tls.url("etcds"), plain.url("etcd+http"), tls.url("etcd+https")];
     (urls, (plain, tls))
 }
 

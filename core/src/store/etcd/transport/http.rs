@@ -461,3 +461,42 @@ impl<S: Stream + Unpin> Stream for Local<S> {
         Pin::new(&mut self.0).poll_next(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch(lines: &[&str]) -> HttpWatch<impl Stream<Item = reqwest::Result<Vec<u8>>> + Unpin + Send + use<>> {
+        let chunks: Vec<reqwest::Result<Vec<u8>>> = lines.iter().map(|l| Ok(format!("{l}\n").into_bytes())).collect();
+        HttpWatch {
+            body: futures_util::stream::iter(chunks),
+            _slot: WatchSlot,
+            buf: Vec::new(),
+            store: "etcd etcd+http://x".into(),
+            created: false,
+            refused: None,
+            pending: None,
+        }
+    }
+
+    /// etcd answers a watch created with an expired token with a created and cancelled
+    /// result: a refusal, never the confirmation (it was taken for one, and the watch
+    /// stayed silent).
+    #[tokio::test]
+    async fn a_watch_cancelled_at_creation_is_refused() {
+        OPEN_WATCHES.fetch_add(1, Ordering::AcqRel);
+        let why = "rpc error: code = Unauthenticated desc = etcdserver: invalid auth token";
+        let line = format!(r#"{{"result":{{"created":true,"canceled":true,"cancel_reason":"{why}"}}}}"#);
+        let mut w = watch(&[&line]);
+        let until = Instant::now() + Duration::from_secs(1);
+        assert!(w.next(until).await.is_err());
+        assert!(!w.created);
+        assert_eq!(w.refused.as_deref(), Some(why));
+        assert!(super::super::token_refused(why));
+        OPEN_WATCHES.fetch_add(1, Ordering::AcqRel);
+        let mut ok = watch(&[r#"{"result":{"created":true}}"#, r#"{"result":{"events":[{"type":"DELETE"}]}}"#]);
+        assert!(ok.next(until).await.unwrap().is_none());
+        assert!(ok.created && ok.refused.is_none());
+        assert!(ok.next(until).await.unwrap().unwrap()[0].delete);
+    }
+}

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("baton: {}", f.msg);
+            crate::output::say!("baton: {}", f.msg);
             ExitCode::from(f.code)
         }
     }

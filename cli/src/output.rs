@@ -7,6 +7,40 @@ use serde::Serialize;
 
 use crate::exit::{Failure, IOERR};
 
+/// `eprintln!` that never panics: an error writing stderr (a closed pipe: EPIPE, a full
+/// disk) is ignored, so that baton's exit code, or its command's, still comes through.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::write_line(false, format_args!($($arg)*))
+    };
+}
+pub(crate) use say;
+
+/// `println!` that never panics (see [`say!`]).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_line(true, format_args!($($arg)*))
+    };
+}
+pub(crate) use out;
+
+/// One line on stdout (`stdout`) or stderr; errors are ignored (see [`say!`]).
+pub(crate) fn write_line(stdout: bool, args: std::fmt::Arguments<'_>) {
+    fn put(mut w: impl Write, args: std::fmt::Arguments<'_>) {
+        let _ = w.write_fmt(args);
+        let _ = w.write_all(b"\n");
+        let _ = w.flush();
+    }
+    if stdout { put(std::io::stdout().lock(), args) } else { put(std::io::stderr().lock(), args) }
+}
+
+/// `print!` of a whole text on stdout that never panics (see [`say!`]).
+pub(crate) fn print(text: &str) {
+    let mut w = std::io::stdout().lock();
+    let _ = w.write_all(text.as_bytes());
+    let _ = w.flush();
+}
+
 /// Whether stderr is a terminal (progress and notices go there only when a human watches).
 pub(crate) fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
@@ -16,7 +50,7 @@ pub(crate) fn stderr_is_tty() -> bool {
 pub(crate) fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
     let text =
         serde_json::to_string_pretty(value).map_err(|e| Failure::new(IOERR, format!("cannot encode JSON: {e}")))?;
-    println!("{text}");
+    out!("{text}");
     Ok(())
 }
 

@@ -49,10 +49,10 @@ impl StoreChoice {
     pub(crate) fn announce(&self, loud: bool, verbose: bool) {
         match self.source {
             Source::Default if loud || verbose => {
-                eprintln!("baton: using {} (set BATON_URL or --url to change)", self.shown());
+                crate::output::say!("baton: using {} (set BATON_URL or --url to change)", self.shown());
             }
-            Source::Env if verbose => eprintln!("baton: using {} (from BATON_URL)", self.shown()),
-            Source::Flag if verbose => eprintln!("baton: using {}", self.shown()),
+            Source::Env if verbose => crate::output::say!("baton: using {} (from BATON_URL)", self.shown()),
+            Source::Flag if verbose => crate::output::say!("baton: using {}", self.shown()),
             _ => {}
         }
     }

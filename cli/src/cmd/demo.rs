@@ -142,7 +142,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     let mut rounds = Vec::new();
     let mut result = Ok(());
     if !args.json {
-        println!(
+        crate::output::out!(
             "baton demo: a flash sale on {url}\n\
              each buyer is a process that reads the stock, thinks for {}ms, then writes stock - 1\n",
             THINK.as_millis()
@@ -151,7 +151,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     for (n, lock) in [(1, false), (2, true)] {
         if !args.json {
             let how = if lock { format!("with the baton lock `{LOCK_NAME}`") } else { "no lock".to_owned() };
-            println!("round {n}: {} buyers race for {} items, {how}", args.buyers, args.stock);
+            crate::output::out!("round {n}: {} buyers race for {} items, {how}", args.buyers, args.stock);
         }
         let fenced = lock && fenced;
         if fenced {
@@ -160,7 +160,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
         match round(n, lock, fenced, &args, &store.url, &stock_file).await {
             Ok(r) => {
                 if !args.json {
-                    print!("{}", render(&r));
+                    crate::output::print(&render(&r));
                 }
                 rounds.push(r);
             }
@@ -179,7 +179,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
         return Ok(0);
     }
     if let Some(p) = &paused {
-        println!(
+        crate::output::out!(
             "round 3: a buyer holding token {} pauses past its {}s lease; a buyer with token {} takes the lock and sells\n  \
              => the paused buyer's late write with token {} was {} by the store; the stock says {}\n",
             p.paused_token,
@@ -363,7 +363,7 @@ fn render(r: &Round) -> String {
 pub(crate) async fn buyer(args: BuyerArgs, url: &str) -> Result<u8, Failure> {
     let client = if args.lock { Some(Client::connect(url).await?) } else { None };
     let lock = client.as_ref().map(|c| c.lock(LOCK_NAME));
-    println!("ready");
+    crate::output::out!("ready");
     // Blocking read: nothing else needs this runtime until the race starts.
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line).map_err(|e| Failure::new(exit::IOERR, format!("stdin: {e}")))?;
@@ -404,7 +404,7 @@ pub(crate) async fn buyer(args: BuyerArgs, url: &str) -> Result<u8, Failure> {
         c.close().await;
     }
     let sale = Sale { buyer: args.id, result: result.to_owned(), seen, token };
-    println!("{}", serde_json::to_string(&sale).unwrap_or_default());
+    crate::output::out!("{}", serde_json::to_string(&sale).unwrap_or_default());
     Ok(0)
 }
 

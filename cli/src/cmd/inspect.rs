@@ -50,7 +50,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     if args.json {
         output::print_json(&to_json(&seen, url))?;
     } else {
-        print!("{}", render(&seen, &url));
+        crate::output::print(&render(&seen, &url));
     }
     Ok(0)
 }

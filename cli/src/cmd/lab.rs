@@ -69,7 +69,11 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
         baton_bin: std::env::current_exe().ok(),
     };
     if output::stderr_is_tty() {
-        eprintln!("baton lab: {} schemes × {} properties, ~2 s a scheme…", config.schemes.len(), Property::ALL.len());
+        crate::output::say!(
+            "baton lab: {} schemes × {} properties, ~2 s a scheme…",
+            config.schemes.len(),
+            Property::ALL.len()
+        );
     }
     let matrix = lab::run(&config).await?;
     if let Some(path) = &args.markdown {
@@ -79,7 +83,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     if args.json {
         output::print_json(&matrix)?;
     } else {
-        print!("{}", render(&matrix));
+        crate::output::print(&render(&matrix));
     }
     Ok(0)
 }

@@ -126,7 +126,7 @@ pub(crate) async fn run(args: Args, store: StoreChoice, verbose: bool) -> Result
     if args.json {
         output::print_json(&report)?;
     } else {
-        print!("{}", render(&report));
+        crate::output::print(&render(&report));
     }
     Ok(0)
 }
@@ -140,7 +140,7 @@ async fn measure(
 ) -> Result<Vec<Scenario>, Failure> {
     let note = |what: &str| {
         if progress {
-            eprintln!("baton: bench: {what}…");
+            crate::output::say!("baton: bench: {what}…");
         }
     };
     note("uncontended, 1 task");

@@ -775,3 +775,446 @@ fn refused_credentials_exit_69_on_every_store() {
         assert!(err.len() < 600 && !err.contains("Pipeline"), "{url}: {} bytes: {err}", err.len());
     }
 }
+
+/// The store URLs of the suite's servers (from the environment), and a SQLite file in
+/// `dir`: the process-tree and grace tests run on every one of them.
+fn every_store(dir: &Path) -> Vec<(String, String)> {
+    let mut stores = vec![("sqlite".to_owned(), sqlite_url(dir, "stores.db"))];
+    for var in [
+        "BATON_TEST_REDIS_URL",
+        "BATON_TEST_REDLOCK_URL",
+        "BATON_TEST_POSTGRES_URL",
+        "BATON_TEST_MYSQL_URL",
+        "BATON_TEST_ETCD_URL",
+        "BATON_TEST_ZK_URL",
+    ] {
+        match std::env::var(var) {
+            Ok(url) => stores.push((var.trim_start_matches("BATON_TEST_").to_owned(), url)),
+            Err(_) => {
+                assert!(std::env::var_os("CI").is_none(), "{var} unset (`scripts/services start`)");
+                eprintln!("{var} unset: skipping that store");
+            }
+        }
+    }
+    stores
+}
+
+/// A lock name no other test or run uses.
+fn unique(what: &str) -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("tree/{what}-{}-{t}-{n}", std::process::id())
+}
+
+/// A shell loop appending a nanosecond timestamp to `log` every 0.1 s, for at most 60 s.
+fn stamping_loop(log: &Path) -> String {
+    format!("for i in $(seq 600); do date +%s%N >> {}; sleep 0.1; done", log.display())
+}
+
+/// Timestamps (ns since the epoch) in `log`.
+fn stamps(log: &Path) -> Vec<u128> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// Waits (bounded) until `log` has at least `n` lines.
+fn wait_for_lines(log: &Path, n: usize, what: &str) {
+    let t0 = Instant::now();
+    while stamps(log).len() < n {
+        assert!(t0.elapsed() < Duration::from_secs(30), "{what}: the command never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The next holder: waits for `name`, records the time of its grant (ns) in `grant`.
+fn next_holder(url: &str, name: &str, grant: &Path) -> Child {
+    baton()
+        .args(["run", "--url", url, "--wait", "60s", name, "--", "sh", "-c"])
+        .arg(format!("date +%s%N > {}", grant.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn grant_time(grant: &Path, what: &str) -> u128 {
+    std::fs::read_to_string(grant)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{what}: the next holder recorded no grant"))
+}
+
+/// Asserts that nothing of the first holder's command wrote to `log` after the next
+/// holder's grant, nor once both batons exited (checked again after a pause).
+fn quiet_after(log: &Path, granted: u128, what: &str) {
+    if let Err(e) = check_quiet(log, granted, what) {
+        panic!("{e}");
+    }
+}
+
+/// [`quiet_after`], as a result.
+fn check_quiet(log: &Path, granted: u128, what: &str) -> Result<(), String> {
+    // Writes in flight when the tree was killed land within a few ms; 600 ms is ample.
+    std::thread::sleep(Duration::from_millis(600));
+    let all = stamps(log);
+    let late: Vec<u128> = all.iter().copied().filter(|&t| t > granted).collect();
+    if let Some(first) = late.first() {
+        return Err(format!(
+            "{what}: {} lines written after the next holder's grant (first {:.3} s after it)",
+            late.len(),
+            (first - granted) as f64 / 1e9
+        ));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    if stamps(log).len() != all.len() {
+        return Err(format!("{what}: the command's tree still writes after baton exited"));
+    }
+    Ok(())
+}
+
+/// Runs every round, then fails with all the failures (not only the first).
+fn all_pass(failures: &[String]) {
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The commands that leave `baton run`'s process group, or ignore SIGTERM, or both; each
+/// appends timestamps to `log` every 0.1 s for up to 60 s.
+fn escaping_commands(log: &Path) -> Vec<(&'static str, Vec<String>)> {
+    let lp = stamping_loop(log);
+    let sh = |shell: &str, script: String| vec![shell.to_owned(), "-c".to_owned(), script];
+    vec![
+        // GNU timeout (without --foreground) puts itself in a process group of its own:
+        // as the command, and under a shell.
+        ("timeout", vec!["timeout".to_owned(), "60".to_owned(), "sh".to_owned(), "-c".to_owned(), lp.clone()]),
+        ("sh + timeout", sh("sh", format!("timeout 60 sh -c '{lp}'; :"))),
+        // A job-control background job: a group of its own too (bash: dash refuses `set -m`
+        // without a terminal).
+        ("set -m", sh("bash", format!("set -m; ({lp}) & wait"))),
+        // Ignores SIGTERM: only the SIGKILL stops it.
+        ("trap TERM", sh("sh", format!("trap '' TERM; {lp}"))),
+        // Both: another group, and SIGTERM ignored (inherited by the job).
+        ("trap TERM + set -m", sh("bash", format!("trap '' TERM; set -m; ({lp}) & wait"))),
+    ]
+}
+
+/// One lost-lease round: the holder runs `cmd` under `--ttl 2s` (default grace), a next
+/// holder waits; nothing of `cmd`'s tree may write after the next grant.
+fn lost_lease_round(
+    url: &str,
+    store: &str,
+    variant: &str,
+    cmd: &[String],
+    log: &Path,
+    dir: &Path,
+) -> Result<(), String> {
+    let what = format!("{store} / {variant}");
+    let name = unique("lost");
+    let grant = dir.join(format!("grant-{}", variant.replace(' ', "_")));
+    let holder = baton()
+        .args(["run", "--url", url, "--ttl", "2s", &name, "--"])
+        .args(cmd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(log, 1, &what);
+    let next = next_holder(url, &name, &grant);
+    // A 2 s lease, then the next grant: 60 s only catches a hang.
+    let out = wait_output(holder, Duration::from_secs(60), &what);
+    let out_next = wait_output(next, Duration::from_secs(60), &what);
+    if out_next.status.code() != Some(0) {
+        return Err(format!("{what}: next holder: {:?}: {}", out_next.status, stderr(&out_next)));
+    }
+    let quiet = check_quiet(log, grant_time(&grant, &what), &what);
+    if out.status.code() != Some(76) {
+        return Err(format!("{what}: holder exited {:?}, not 76: {}", out.status, stderr(&out)));
+    }
+    quiet
+}
+
+/// Issue #39, items 1 and 4, on every server store: a command that leaves the process
+/// group (`timeout`, `set -m`) or ignores SIGTERM is stopped before the store can grant
+/// the lock again: SIGTERM goes a grace before the local end of the lease (the grace capped
+/// to half the 2 s lease), SIGKILL at that end, to every process of the tree. Before the
+/// fix the signals went to the process group only and the SIGKILL came 10 s after the
+/// lease's end: every variant wrote inside the next holder's hold.
+#[test]
+fn lost_lease_stops_every_process_of_the_tree_before_the_next_grant_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = every_store(dir.path());
+    std::thread::scope(|s| {
+        for (store, url) in &stores {
+            let base = dir.path().join(store);
+            std::fs::create_dir_all(&base).unwrap();
+            s.spawn(move || {
+                let mut failures = Vec::new();
+                for i in 0..escaping_commands(&base).len() {
+                    let log = base.join(format!("log-{i}"));
+                    let (variant, cmd) = escaping_commands(&log).swap_remove(i);
+                    failures.extend(lost_lease_round(url, store, variant, &cmd, &log, &base).err());
+                }
+                all_pass(&failures);
+            });
+        }
+    });
+}
+
+/// Issue #39, item 1: what the command leaves running when it ends, in other process
+/// groups or sessions (`set -m`, `timeout`, `setsid` after a double fork), is killed before
+/// the release, on every server store. Before the fix only the command's own group was
+/// killed and each variant kept writing through the next holder's hold.
+#[test]
+fn leftovers_outside_the_group_are_killed_before_the_release_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = every_store(dir.path());
+    std::thread::scope(|s| {
+        for (store, url) in &stores {
+            let base = dir.path().join(store);
+            std::fs::create_dir_all(&base).unwrap();
+            s.spawn(move || {
+                let mut failures = Vec::new();
+                for (variant, script) in [
+                    ("set -m", "set -m; (LOOP) & sleep 0.5"),
+                    ("timeout", "timeout 60 sh -c 'LOOP' & sleep 0.5"),
+                    ("double fork + setsid", "(setsid sh -c 'LOOP' &); sleep 0.5"),
+                ] {
+                    let what = format!("{store} / leftover {variant}");
+                    let log = base.join(format!("left-{}", variant.replace(' ', "_")));
+                    let grant = base.join(format!("left-grant-{}", variant.replace(' ', "_")));
+                    let script = script.replace("LOOP", &stamping_loop(&log));
+                    let name = unique("leftover");
+                    // Not pipes: a leftover holding them open would hold up reading them.
+                    let errfile = base.join(format!("left-stderr-{}", variant.replace(' ', "_")));
+                    let child = baton()
+                        .args(["run", "--url", url, &name, "--", "bash", "-c", &script])
+                        .stdout(Stdio::null())
+                        .stderr(std::fs::File::create(&errfile).unwrap())
+                        .spawn()
+                        .unwrap();
+                    let out = wait_output(child, Duration::from_secs(60), &what);
+                    let err = std::fs::read_to_string(&errfile).unwrap_or_default();
+                    assert_eq!(out.status.code(), Some(0), "{what}: {err}");
+                    assert!(!stamps(&log).is_empty(), "{what}: the leftover never wrote");
+                    let next = wait_output(next_holder(url, &name, &grant), Duration::from_secs(60), &what);
+                    assert_eq!(next.status.code(), Some(0), "{what}: {}", stderr(&next));
+                    failures.extend(check_quiet(&log, grant_time(&grant, &what), &what).err());
+                }
+                all_pass(&failures);
+            });
+        }
+    });
+}
+
+/// Issue #39, item 1: baton SIGKILLed while its command's tree has left the group
+/// (`set -m`, `timeout`, a double fork into a new session): the reaper, an ancestor of
+/// every process of the tree and a child subreaper, kills all of it at once.
+#[test]
+fn sigkilled_baton_leaves_no_process_outside_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "kill-tree.db");
+    let mut failures = Vec::new();
+    for (variant, script) in [
+        ("set -m", "set -m; (LOOP) & wait"),
+        ("timeout", "timeout 60 sh -c 'LOOP'"),
+        ("double fork + setsid", "(setsid sh -c 'LOOP' &); sleep 60"),
+    ] {
+        let log = dir.path().join(format!("killed-{}", variant.replace(' ', "_")));
+        let script = script.replace("LOOP", &stamping_loop(&log));
+        let mut child = baton()
+            .args(["run", "--url", &url, &unique("killed"), "--", "bash", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_lines(&log, 3, variant);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let killed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        // The reaper acts at once: a line already being written may land, not more.
+        failures.extend(check_quiet(&log, killed + 200_000_000, variant).err());
+    }
+    all_pass(&failures);
+}
+
+/// Issue #39, item 4: a command that ignores SIGTERM, under `--ttl 2s` and the default
+/// `--grace 10s` (capped to half the lease): it is dead before the next holder's grant.
+/// Before the fix SIGTERM came at the local end of the lease and SIGKILL 10 s later: the
+/// command wrote through the next holder's grant.
+#[test]
+fn term_ignoring_command_is_dead_before_the_next_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "grace.db");
+    let log = dir.path().join("log");
+    let cmd = ["sh".to_owned(), "-c".to_owned(), format!("trap '' TERM; {}", stamping_loop(&log))];
+    all_pass(
+        &lost_lease_round(&url, "sqlite", "trap TERM, default grace", &cmd, &log, dir.path())
+            .err()
+            .into_iter()
+            .collect::<Vec<_>>(),
+    );
+}
+
+/// Issue #39, item 12: baton's stderr a pipe nobody reads (`baton run … 2>&1 | true`):
+/// writing its report or its error fails with EPIPE, and baton still exits with the
+/// command's code, 76 or its own code. Before the fix `eprintln!` panicked: exit 101.
+#[test]
+fn a_closed_stderr_does_not_replace_the_exit_code() {
+    let cases: [(&[&str], i32); 4] = [
+        (&["run", "--url", "memory://", "--json", "epipe/a", "--", "sh", "-c", "exit 3"], 3),
+        (&["run", "--url", "memory://", "--json", "epipe/b", "--", "true"], 0),
+        (&["run", "--url", "memory://", "--ttl", "300ms", "--json", "epipe/c", "--", "sleep", "5"], 76),
+        (&["run", "--url", "memory://", "", "--", "true"], 64),
+    ];
+    for (args, code) in cases {
+        let mut child = baton().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        // Closes the read end: every write to baton's stderr fails with EPIPE.
+        drop(child.stderr.take());
+        let out = wait_output(child, Duration::from_secs(30), "baton with a closed stderr");
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+    }
+}
+
+/// Issue #39, item 18: SIGUSR1, SIGUSR2, SIGQUIT and SIGALRM sent to baton holding a lock
+/// are forwarded to the command, the lock is released and baton exits 128+N; sent while it
+/// waits, they end the wait with 128+N. Before the fix SIGUSR1 killed baton (no release:
+/// the lock stayed held until its lease ended).
+#[test]
+fn usr1_usr2_quit_alrm_release_the_lock_and_exit_128_plus_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "signals.db");
+    let held = |name: &str| {
+        let out =
+            run_to_end(baton().args(["inspect", "--url", &url, "--json", name]), Duration::from_secs(30), "inspect");
+        serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|v| v["held"] == true)
+    };
+    for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGQUIT, libc::SIGALRM] {
+        let name = unique(&format!("sig{sig}"));
+        let holder = baton()
+            .args(["run", "--url", &url, &name, "--", "sleep", "30"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while !held(&name) {
+            assert!(t0.elapsed() < Duration::from_secs(20), "signal {sig}: never held");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // A waiter for the same lock, ended by the same signal.
+        let waiter = baton()
+            .args(["run", "--url", &url, &name, "--", "true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill has no memory-safety preconditions; the pids are our children.
+        unsafe {
+            libc::kill(waiter.id() as libc::pid_t, sig);
+        }
+        let out = wait_output(waiter, Duration::from_secs(30), "waiter");
+        assert_eq!(out.status.code(), Some(128 + sig), "waiter, signal {sig}: {}", stderr(&out));
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(holder.id() as libc::pid_t, sig);
+        }
+        let out = wait_output(holder, Duration::from_secs(30), "holder");
+        assert_eq!(out.status.code(), Some(128 + sig), "holder, signal {sig}: {}", stderr(&out));
+        // Free at once (the watchdog lease would last 30 s).
+        let next = run_to_end(
+            baton().args(["run", "--url", &url, "--wait", "0", &name, "--", "true"]),
+            Duration::from_secs(30),
+            "next",
+        );
+        assert_eq!(next.status.code(), Some(0), "signal {sig}: the lock was left held: {}", stderr(&next));
+    }
+}
+
+/// Issue #39, item 13: a stopped command (SIGSTOP to its group, as Ctrl-Z's SIGTSTP does
+/// from a terminal) holds the lock for at most one lease (here the watchdog's 2 s, from
+/// the URL): then baton kills its tree and releases. Continued afterwards, it writes
+/// nothing after the next holder's grant. Continued within the lease, it goes on under the
+/// same lease and ends normally. Before the fix baton renewed the lease of a stopped command
+/// for ever: the next holder waited in vain.
+#[test]
+fn a_stopped_command_does_not_hold_the_lock_for_ever() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}?lease=2s", sqlite_url(dir.path(), "stopped.db"));
+    let pid_of = |file: &Path| -> libc::pid_t {
+        let t0 = Instant::now();
+        loop {
+            if let Some(p) = std::fs::read_to_string(file).ok().and_then(|s| s.trim().parse().ok()) {
+                return p;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "the command never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let group_signal = |pid: libc::pid_t, sig: libc::c_int| {
+        // SAFETY: kill has no memory-safety preconditions; the group is our command's.
+        unsafe {
+            libc::kill(-pid, sig);
+        }
+    };
+
+    // Stopped past the lease: killed, the lock released.
+    let (log, pidfile, grant) = (dir.path().join("log"), dir.path().join("pid"), dir.path().join("grant"));
+    let name = unique("stopped");
+    let script = format!("echo $$ > {}; {}", pidfile.display(), stamping_loop(&log));
+    let holder = baton()
+        .args(["run", "--url", &url, &name, "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = pid_of(&pidfile);
+    wait_for_lines(&log, 2, "stopped");
+    group_signal(pid, libc::SIGSTOP);
+    let stopped = Instant::now();
+    let next = baton()
+        .args(["run", "--url", &url, "--wait", "30s", &name, "--", "sh", "-c"])
+        .arg(format!("date +%s%N > {}", grant.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out_next = wait_output(next, Duration::from_secs(60), "next holder");
+    if out_next.status.code() != Some(0) {
+        // Leave nothing running behind a failed test.
+        group_signal(pid, libc::SIGKILL);
+        let mut holder = holder;
+        let _ = holder.kill();
+        let _ = holder.wait();
+        panic!("the lock was never freed: {}", stderr(&out_next));
+    }
+    // One 2 s lease from the stop; 8 s leaves room for a loaded machine, and is far from
+    // "for ever".
+    assert!(stopped.elapsed() < Duration::from_secs(8), "freed only after {:?}", stopped.elapsed());
+    let out = wait_output(holder, Duration::from_secs(30), "stopped holder");
+    assert_eq!(out.status.code(), Some(76), "{}", stderr(&out));
+    assert!(stderr(&out).contains("stopped"), "{}", stderr(&out));
+    group_signal(pid, libc::SIGCONT);
+    quiet_after(&log, grant_time(&grant, "stopped"), "stopped, then continued");
+
+    // Stopped briefly, continued within the lease: goes on, and ends as it would have.
+    let (log, pidfile) = (dir.path().join("log2"), dir.path().join("pid2"));
+    let script = format!(
+        "echo $$ > {}; for i in $(seq 15); do date +%s%N >> {}; sleep 0.1; done",
+        pidfile.display(),
+        log.display()
+    );
+    let holder = baton()
+        .args(["run", "--url", &url, &unique("paused"), "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = pid_of(&pidfile);
+    wait_for_lines(&log, 2, "paused");
+    group_signal(pid, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(300));
+    group_signal(pid, libc::SIGCONT);
+    let out = wait_output(holder, Duration::from_secs(30), "paused holder");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stamps(&log).len(), 15);
+}

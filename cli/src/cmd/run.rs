@@ -7,26 +7,46 @@ use std::time::{Duration, Instant};
 
 use baton::{Client, ErrorKind, LockGuard, LockOptions};
 use serde::Serialize;
-use tokio::process::{Child, Command};
 use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::group::Group;
+use super::group::{self, Event, Group, SpawnError};
 use crate::exit::{self, Failure};
-use crate::output::{self, human};
+use crate::output::{self, human, say};
 use crate::url::StoreChoice;
 
 /// Run a command while holding a lock
 ///
 /// Waits for the lock NAME, runs CMD with BATON_FENCING_TOKEN and BATON_LOCK_NAME in its
-/// environment, releases the lock when CMD ends and exits with CMD's exit code. If the
-/// lease is lost while CMD runs (ttl expired, or the store stopped answering past the
-/// lease), CMD gets SIGTERM (--signal), then SIGKILL after --grace, and baton exits 76. SIGINT,
-/// SIGTERM and SIGHUP sent to baton are forwarded to CMD.
+/// environment, releases the lock when CMD ends and exits with CMD's exit code.
 ///
-/// CMD runs in a process group of its own, and every signal goes to the whole group (a
-/// pipeline's processes, a script's children). Processes CMD leaves behind in its group
-/// are killed when it ends, before the lock is released; and if baton itself dies, even
-/// of SIGKILL, a reaper process kills the group at once, before the lease can lapse.
+/// CMD is stopped before the lease can end: it gets --signal (SIGTERM) --grace before the
+/// holder's local end of the lease, and SIGKILL at that end, which comes before the store's
+/// own end; baton then releases the lock and exits 76. A lease that renewals keep (the
+/// watchdog, when --ttl is not given) never comes near its end, so a healthy holder is never
+/// signalled. --grace is at most half the lease (a --ttl 2s command gets 1s). A lease lost
+/// another way (the store refused a renewal) sends --signal at once, and SIGKILL when the
+/// grace is over, never later than the local end.
+///
+/// Every process CMD starts is stopped, whatever its process group or session (GNU
+/// `timeout`, `set -m` jobs, `setsid`, double forks): CMD runs under a reaper that is a
+/// child subreaper (every orphan of the tree comes back to it) and, where the machine allows
+/// it, in a cgroup v2 of its own, killed with `cgroup.kill`. Processes CMD leaves behind are
+/// killed when it ends, before the lock is released; if baton itself dies, even of SIGKILL,
+/// the reaper kills the whole tree at once, before the lease can lapse. Only a process
+/// started outside baton's tree on the command's behalf (a service manager: systemd-run) is
+/// out of reach.
+///
+/// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM sent to baton are
+/// forwarded to CMD's whole tree (baton then releases and exits with CMD's code, 128+N if
+/// the signal ended it); while waiting for the lock they end the wait, and baton exits 128+N.
+///
+/// Ctrl-Z (or SIGSTOP) stops CMD, not baton: baton takes the terminal back and keeps the
+/// lease for at most one lease length (--ttl, or the watchdog lease) from the stop. CMD
+/// continued within it (SIGCONT) goes on under the same lease; otherwise baton kills its
+/// tree with SIGKILL, releases the lock and exits 76, so a stopped CMD never holds the lock
+/// for ever and never runs again unprotected. A signal forwarded while CMD is stopped is
+/// followed by SIGCONT, so that CMD can act on it.
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
 pub(crate) struct Args {
@@ -38,7 +58,8 @@ pub(crate) struct Args {
     /// Default: wait forever.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     wait: Option<String>,
-    /// After a lost lease, how long CMD has between --signal and SIGKILL.
+    /// How long CMD has between --signal and SIGKILL when the lease ends: --signal goes
+    /// this long before the lease's local end. At most half the lease.
     #[arg(long, value_name = "DURATION", default_value = "10s", allow_hyphen_values = true)]
     grace: String,
     /// The signal CMD gets when the lease is lost: TERM, INT, HUP, QUIT, USR1, USR2 or KILL.
@@ -145,7 +166,11 @@ async fn hold_and_run(
         ));
     }
 
-    let (mut child, group) = match spawn(&args.cmd, &guard) {
+    // A ttl lease is what was asked; a watchdog's is what the grant left (its lease, less
+    // the drift margin and the grant's round trip).
+    let lease = ttl.unwrap_or_else(|| guard.lease_remaining());
+    group::become_subreaper();
+    let (mut group, mut events) = match spawn(&args.cmd, &guard) {
         Ok(c) => c,
         Err(f) => {
             // The command never ran: nothing it did needs the lease, so a release error
@@ -155,22 +180,26 @@ async fn hold_and_run(
         }
     };
     let held_since = Instant::now();
-    let (status, lost) = supervise(&mut child, &group, &guard, stop, signals).await;
+    let (status, ending) = supervise(&mut group, &mut events, &guard, stop, lease, signals).await;
     // Nothing of the command's tree may go on without the lock.
     group.end();
     let held = held_since.elapsed();
     let released = guard.release().await;
+    let lost = ending.is_some();
 
     let status = status.map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot wait for the command: {e}")))?;
     let command_code = status_code(status);
-    let outcome = if lost {
+    let outcome = if let Some(ending) = ending {
+        let why = match ending {
+            Ending::Lost => format!("was lost after {}", human(held)),
+            Ending::Expiring => format!("was about to end after {}", human(held)),
+            Ending::StoppedTooLong => {
+                format!("would have ended while the command was stopped ({} after the stop)", human(lease))
+            }
+        };
         Err(Failure::new(
             exit::LOST,
-            format!(
-                "LockLost: the lease on `{name}` was lost after {}; the command was stopped ({})",
-                human(held),
-                describe(status)
-            ),
+            format!("LockLost: the lease on `{name}` {why}; the command was stopped ({})", describe(status)),
         ))
     } else {
         match released {
@@ -199,52 +228,28 @@ async fn hold_and_run(
                 Err(f) => f.code,
             },
         };
-        eprintln!("{}", serde_json::to_string(&report).unwrap_or_default());
+        say!("{}", serde_json::to_string(&report).unwrap_or_default());
     }
     outcome
 }
 
-/// Starts the command, in a process group of its own with its reaper, with the lock's
-/// identity in its environment.
-fn spawn(cmd: &[OsString], guard: &LockGuard) -> Result<(Child, Group), Failure> {
+/// Starts the command under its reaper, with the lock's identity in its environment.
+fn spawn(cmd: &[OsString], guard: &LockGuard) -> Result<(Group, UnboundedReceiver<Event>), Failure> {
     let (program, rest) = cmd.split_first().ok_or_else(|| Failure::usage("no command given after NAME"))?;
-    let mut group =
-        Group::start().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start the command's reaper: {e}")))?;
-    let mut command = Command::new(program);
-    command.args(rest).env("BATON_FENCING_TOKEN", guard.token().to_string()).env("BATON_LOCK_NAME", guard.name());
-    command.process_group(group.pgid);
-    #[cfg(target_os = "linux")]
-    {
-        let baton_pid = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // calls (prctl, getppid), allocating nothing.
-        unsafe {
-            command.pre_exec(move || {
-                // If baton dies without a chance to clean up (SIGKILL, OOM), its watchdog
-                // stops and the lease will lapse: stop the command rather than let it run
-                // unprotected. The command is spawned from the runtime's own thread, which
-                // lives as long as baton, so the signal is not sent early.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() != baton_pid {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
-    }
-    let child = command.spawn().map_err(|e| {
+    let env = [("BATON_FENCING_TOKEN", guard.token().to_string()), ("BATON_LOCK_NAME", guard.name().to_owned())];
+    Group::spawn(program, rest, &env).map_err(|e| {
         let shown = program.to_string_lossy();
-        match e.kind() {
-            std::io::ErrorKind::NotFound => {
+        match e {
+            SpawnError::Exec(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Failure::new(exit::NOT_FOUND, format!("cannot run `{shown}`: command not found"))
             }
-            _ => Failure::new(exit::CANNOT_EXEC, format!("cannot run `{shown}`: {e}")),
+            SpawnError::Exec(e) => Failure::new(exit::CANNOT_EXEC, format!("cannot run `{shown}`: {e}")),
+            SpawnError::Setup(e) => Failure::new(exit::SOFTWARE, format!("cannot start the command's reaper: {e}")),
+            SpawnError::Nul => Failure::usage(format!(
+                "InvalidArgument: cannot run `{shown}`: an argument or an environment variable holds a NUL byte"
+            )),
         }
-    })?;
-    group.take_terminal();
-    Ok((child, group))
+    })
 }
 
 /// How a command is stopped after its lease is lost.
@@ -275,41 +280,139 @@ fn parse_signal(value: &str) -> Result<i32, Failure> {
     })
 }
 
-/// Waits for the command; forwards signals; stops it when the lease is lost.
-/// Returns its status and whether the lease was lost.
+/// Why the command was stopped by baton.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// The lost signal fired (the local end passed, or the store refused a renewal).
+    Lost,
+    /// The local end of the lease came within the grace.
+    Expiring,
+    /// The command stayed stopped (SIGSTOP, Ctrl-Z) for a whole lease.
+    StoppedTooLong,
+}
+
+/// The grace actually given: none for SIGKILL, and at most half the lease, so that a short
+/// lease still leaves the command time to run.
+fn effective_grace(stop: Stop, lease: Duration) -> Duration {
+    if stop.signal == libc::SIGKILL { Duration::ZERO } else { stop.grace.min(lease / 2) }
+}
+
+/// Waits for the command; forwards signals; stops it before the lease's local end (see
+/// `Args`' doc). Returns its status and why baton stopped it, if it did.
 async fn supervise(
-    child: &mut Child,
-    group: &Group,
+    group: &mut Group,
+    events: &mut UnboundedReceiver<Event>,
     guard: &LockGuard,
     stop: Stop,
+    lease: Duration,
     signals: &mut Signals,
-) -> (std::io::Result<ExitStatus>, bool) {
+) -> (std::io::Result<ExitStatus>, Option<Ending>) {
+    use tokio::time::Instant;
+    let grace = effective_grace(stop, lease);
     let lost = guard.lost();
     tokio::pin!(lost);
-    let mut kill_at: Option<tokio::time::Instant> = None;
+    let mut ending: Option<Ending> = None;
     let mut lost_seen = false;
+    // When --signal went, and whether the tree was killed.
+    let mut signalled: Option<Instant> = None;
+    let mut killed = false;
+    let mut stopped_since: Option<Instant> = None;
+    let (name, token) = (guard.name().to_owned(), guard.token());
     loop {
-        let deadline = kill_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400));
+        // The local end moves with every answered renewal: read it again each time.
+        let now = Instant::now();
+        let end = now + guard.lease_remaining();
+        let mut wake = match signalled {
+            Some(at) => (at + grace).min(end),
+            None => end.checked_sub(grace).unwrap_or(now),
+        };
+        if let Some(at) = stopped_since {
+            wake = wake.min(at + lease);
+        }
         tokio::select! {
-            status = child.wait() => return (status, lost_seen),
+            event = events.recv() => match event {
+                Some(Event::Exited(raw)) => return (Ok(ExitStatus::from_raw(raw)), ending),
+                Some(Event::Stopped(sig)) => {
+                    if stopped_since.is_none() {
+                        stopped_since = Some(Instant::now());
+                        say!(
+                            "baton: the command was stopped ({}); the lock `{name}` stays held for at most {} unless it is continued",
+                            sig_name(sig), human(lease)
+                        );
+                    }
+                    group.terminal_to(false);
+                }
+                Some(Event::Continued) => {
+                    stopped_since = None;
+                    group.terminal_to(true);
+                }
+                Some(Event::ReaperGone) | None => {
+                    return (Err(std::io::Error::other("the command's reaper ended unexpectedly")), ending);
+                }
+            },
             () = &mut lost, if !lost_seen => {
                 lost_seen = true;
-                let then = if stop.signal == libc::SIGKILL { String::new() } else { format!(" (SIGKILL in {})", human(stop.grace)) };
-                eprintln!(
-                    "baton: the lease on `{}` (token {}) was lost; sending {} to the command{then}",
-                    guard.name(), guard.token(), sig_name(stop.signal)
-                );
-                group.signal(stop.signal);
-                if stop.signal != libc::SIGKILL {
-                    kill_at = Some(tokio::time::Instant::now() + stop.grace);
+                ending = Some(Ending::Lost);
+                if signalled.is_none() && !killed {
+                    let kill_in = grace.min(guard.lease_remaining());
+                    say!(
+                        "baton: the lease on `{name}` (token {token}) was lost; sending {} to the command{}",
+                        sig_name(stop.signal),
+                        if stop.signal == libc::SIGKILL { String::new() } else { format!(" (SIGKILL in {})", human(kill_in)) }
+                    );
+                    if stop.signal == libc::SIGKILL {
+                        group.kill_all();
+                        killed = true;
+                    } else {
+                        group.signal(stop.signal);
+                        signalled = Some(Instant::now());
+                        if stopped_since.is_some() {
+                            group.signal(libc::SIGCONT);
+                        }
+                    }
                 }
             }
-            () = tokio::time::sleep_until(deadline), if kill_at.is_some() => {
-                eprintln!("baton: the command outlived the grace period; sending SIGKILL");
-                group.signal(libc::SIGKILL);
-                kill_at = None;
+            () = tokio::time::sleep_until(wake), if !killed => {
+                let now = Instant::now();
+                let end = now + guard.lease_remaining();
+                if stopped_since.is_some_and(|at| now >= at + lease) {
+                    say!("baton: the command stayed stopped for {}; killing it and releasing `{name}`", human(lease));
+                    ending.get_or_insert(Ending::StoppedTooLong);
+                    group.kill_all();
+                    killed = true;
+                    continue;
+                }
+                match signalled {
+                    None if now + grace >= end => {
+                        ending.get_or_insert(Ending::Expiring);
+                        if stop.signal == libc::SIGKILL {
+                            say!("baton: the lease on `{name}` (token {token}) ends now; sending SIGKILL to the command");
+                            group.kill_all();
+                            killed = true;
+                        } else {
+                            say!(
+                                "baton: the lease on `{name}` (token {token}) ends in {}; sending {} to the command (SIGKILL then)",
+                                human(end.saturating_duration_since(now)), sig_name(stop.signal)
+                            );
+                            group.signal(stop.signal);
+                            signalled = Some(now);
+                        }
+                    }
+                    Some(at) if now >= (at + grace).min(end) => {
+                        say!("baton: the command outlived the grace period; sending SIGKILL");
+                        group.kill_all();
+                        killed = true;
+                    }
+                    _ => {}
+                }
             }
-            sig = signals.recv() => group.signal(sig),
+            sig = signals.recv() => {
+                group.signal(sig);
+                if stopped_since.is_some() {
+                    // A stopped command cannot act on it; it runs under a live lease.
+                    group.signal(libc::SIGCONT);
+                }
+            }
         }
     }
 }
@@ -332,38 +435,50 @@ fn describe(status: ExitStatus) -> String {
 }
 
 fn sig_name(sig: i32) -> String {
-    match STOP_SIGNALS.iter().find(|(_, num)| *num == sig) {
+    const OTHERS: [(&str, i32); 6] = [
+        ("ALRM", libc::SIGALRM),
+        ("STOP", libc::SIGSTOP),
+        ("TSTP", libc::SIGTSTP),
+        ("TTIN", libc::SIGTTIN),
+        ("TTOU", libc::SIGTTOU),
+        ("PIPE", libc::SIGPIPE),
+    ];
+    match STOP_SIGNALS.iter().chain(OTHERS.iter()).find(|(_, num)| *num == sig) {
         Some((name, _)) => format!("SIG{name}"),
         None => format!("signal {sig}"),
     }
 }
 
-/// The signals baton forwards to its command.
+/// The signals baton forwards to its command (and that end a wait for the lock).
 struct Signals {
-    int: Signal,
-    term: Signal,
-    hup: Signal,
+    streams: Vec<(i32, Signal)>,
 }
+
+/// Every signal whose default action would end baton without a release.
+const FORWARDED: [i32; 7] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM];
 
 impl Signals {
     fn new() -> Result<Signals, Failure> {
-        let on = |k: SignalKind| {
-            signal(k).map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install a signal handler: {e}")))
-        };
-        Ok(Signals {
-            int: on(SignalKind::interrupt())?,
-            term: on(SignalKind::terminate())?,
-            hup: on(SignalKind::hangup())?,
-        })
+        let mut streams = Vec::new();
+        for sig in FORWARDED {
+            let stream = signal(SignalKind::from_raw(sig))
+                .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install a signal handler: {e}")))?;
+            streams.push((sig, stream));
+        }
+        Ok(Signals { streams })
     }
 
     /// The next signal received. (The streams never end while the runtime lives.)
     async fn recv(&mut self) -> i32 {
-        tokio::select! {
-            Some(()) = self.int.recv() => libc::SIGINT,
-            Some(()) = self.term.recv() => libc::SIGTERM,
-            Some(()) = self.hup.recv() => libc::SIGHUP,
-            else => std::future::pending().await,
-        }
+        std::future::poll_fn(|cx| {
+            for (sig, stream) in &mut self.streams {
+                if let std::task::Poll::Ready(Some(())) = stream.poll_recv(cx) {
+                    return std::task::Poll::Ready(*sig);
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await
     }
 }

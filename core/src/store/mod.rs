@@ -70,6 +70,9 @@ impl Subscription for AnyOf {
     }
 }
 
+/// What `Store::loss_watch` hands the engine.
+pub(crate) type LossWatch = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
+
 /// What a store must provide.
 ///
 /// Contract, which the behaviour suite checks for every store:
@@ -80,9 +83,6 @@ impl Subscription for AnyOf {
 /// - `renew` and `release` act only on the given holder id's own hold.
 /// - Methods are cancel-safe in the sense that matters to the engine: a dropped call may
 ///   or may not have taken effect, and the engine deals with both (see `engine::attempt`).
-/// What `Store::loss_watch` hands the engine.
-pub(crate) type LossWatch = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
-
 #[async_trait]
 pub(crate) trait Store: Send + Sync + fmt::Debug + 'static {
     /// One attempt to take `req` on `key`.

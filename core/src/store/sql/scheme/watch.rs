@@ -28,7 +28,9 @@ pub(crate) struct Watch {
 impl Watch {
     /// Starts watching `fd` (a duplicate of the connection's socket).
     pub(crate) fn start(fd: OwnedFd) -> Option<Watch> {
-        let afd = AsyncFd::with_interest(fd, Interest::READABLE).ok()?;
+        // SAFETY: `fd` is an `OwnedFd` the `AsyncFd` owns: open, the same descriptor for
+        // as long as the `AsyncFd` lives, closed only when it is dropped.
+        let afd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()?;
         let (lost, over) = (CancellationToken::new(), CancellationToken::new());
         let (l, o) = (lost.clone(), over.clone());
         tokio::spawn(async move {

@@ -56,3 +56,27 @@ async fn refused_connection_is_named() {
         behaviour::errors::refused_connection_is_named(url).await;
     }
 }
+
+/// `?create=false` against an empty database is a `Backend` error naming the table, and
+/// makes nothing (connecting ran `CREATE TABLE IF NOT EXISTS`, which needs the CREATE
+/// privilege even where the table exists: now `information_schema` is read first).
+#[tokio::test]
+async fn create_false_makes_nothing() {
+    use sqlx::Executor;
+    let db = format!("baton_cf_{}", uuid::Uuid::new_v4().simple());
+    let url = store().url;
+    let admin = sqlx::MySqlPool::connect(&url).await.unwrap();
+    admin.execute(format!("CREATE DATABASE {db}").as_str()).await.unwrap();
+    let (server, _) = url.rsplit_once('/').unwrap();
+    let r = baton::Client::connect(&format!("{server}/{db}?create=false")).await;
+    let made: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?")
+        .bind(&db)
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+    admin.execute(format!("DROP DATABASE {db}").as_str()).await.unwrap();
+    let e = r.expect_err("create=false on an empty database");
+    assert_eq!(e.kind(), baton::ErrorKind::Backend, "{e}");
+    assert!(e.to_string().contains("baton_state") && e.to_string().contains("create=false"), "{e}");
+    assert_eq!(made, 0, "create=false made a table");
+}

@@ -81,9 +81,9 @@ impl Mysql {
                 })
             });
         let pool = open_pool(options, &config.driver_url("mysql"), &store).await?;
-        sqlx::query(SCHEMA).execute(&pool).await.map_err(|e| driver_error(&store, e))?;
-        widen_names(&pool).await.map_err(|e| driver_error(&store, e))?;
-        add_free_column(&pool).await.map_err(|e| driver_error(&store, e))?;
+        make_table(&pool, config.create, &store).await?;
+        widen_names(&pool, config.create).await.map_err(|e| driver_error(&store, e))?;
+        add_free_column(&pool, config.create).await.map_err(|e| driver_error(&store, e))?;
         Ok(Mysql {
             db: Arc::new(Db { pool, store, sweeps: Sweeps::default() }),
             wakes: Wakes::for_store(&format!("mysql:{}", config.shown)),
@@ -91,9 +91,29 @@ impl Mysql {
     }
 }
 
+/// Makes the table when `information_schema` shows none: `CREATE TABLE IF NOT EXISTS`
+/// needs the CREATE privilege even when the table exists, which a role granted only
+/// SELECT, INSERT, UPDATE, DELETE on it lacks. With `?create=false` a missing table is an
+/// error naming the statement to run.
+async fn make_table(pool: &MySqlPool, create: bool, store: &str) -> Result<()> {
+    let has: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'baton_state'",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(|e| driver_error(store, e))?;
+    match (has, create) {
+        (0, true) => sqlx::query(SCHEMA).execute(pool).await.map(drop).map_err(|e| driver_error(store, e)),
+        (0, false) => Err(Error::backend(format!(
+            "{store}: table baton_state does not exist, and ?create=false forbids making it; run: {SCHEMA}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Tables made by baton 0.1 before prefixes were counted apart from names had
 /// `VARBINARY(255)` names: widen them once (a no-op read afterwards).
-async fn widen_names(pool: &MySqlPool) -> std::result::Result<(), sqlx::Error> {
+async fn widen_names(pool: &MySqlPool, create: bool) -> std::result::Result<(), sqlx::Error> {
     let width: Option<i64> = sqlx::query_scalar(
         "SELECT CAST(CHARACTER_MAXIMUM_LENGTH AS SIGNED) FROM information_schema.COLUMNS \
          WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'baton_state' AND COLUMN_NAME = 'name'",
@@ -101,20 +121,28 @@ async fn widen_names(pool: &MySqlPool) -> std::result::Result<(), sqlx::Error> {
     .fetch_optional(pool)
     .await?
     .flatten();
-    if width.is_some_and(|w| w < 510) {
+    // `?create=false`: left as it is (names of more than 255 bytes then fail).
+    if create && width.is_some_and(|w| w < 510) {
         sqlx::query("ALTER TABLE baton_state MODIFY name VARBINARY(510) NOT NULL").execute(pool).await?;
     }
     Ok(())
 }
 
 /// Tables made before the sweep (`sql::FREE_GRACE`) get its column and index once.
-async fn add_free_column(pool: &MySqlPool) -> std::result::Result<(), sqlx::Error> {
+async fn add_free_column(pool: &MySqlPool, create: bool) -> std::result::Result<(), sqlx::Error> {
     let has: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM information_schema.COLUMNS \
          WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'baton_state' AND COLUMN_NAME = 'free_us'",
     )
     .fetch_one(pool)
     .await?;
+    if has == 0 && !create {
+        return Err(sqlx::Error::Configuration(
+            "table baton_state has no column free_us, and ?create=false forbids adding it; run: ALTER TABLE \
+             baton_state ADD COLUMN free_us BIGINT NULL, ADD KEY baton_state_free (free_us)"
+                .into(),
+        ));
+    }
     if has == 0 {
         let add = "ALTER TABLE baton_state ADD COLUMN free_us BIGINT NULL, ADD KEY baton_state_free (free_us)";
         match sqlx::query(add).execute(pool).await {

@@ -317,7 +317,7 @@ impl Transport for Grpc {
         }
         let asked = self.reauths.load(Ordering::Acquire);
         match self.open_watch(&r, &o).await? {
-            Opened::Watch(w) => Ok(Box::new(w)),
+            Opened::Watch(w) => Ok(w),
             // etcd checks a watch's token when it creates the watch and cancels a watch
             // created with an expired one (a created and cancelled answer, not a failed
             // call; etcd 3.4.23 gives "invalid auth token" as the reason, older releases
@@ -325,7 +325,7 @@ impl Transport for Grpc {
             Opened::Refused(why) if self.with_auth && super::token_refused(&why) => {
                 self.authenticate_again(asked).await?;
                 match self.open_watch(&r, &o).await? {
-                    Opened::Watch(w) => Ok(Box::new(w)),
+                    Opened::Watch(w) => Ok(w),
                     Opened::Refused(why) => Err(self.watch_refused(&why)),
                 }
             }
@@ -336,7 +336,7 @@ impl Transport for Grpc {
 
 /// A watch opened, or the reason etcd gave for cancelling it at creation.
 enum Opened {
-    Watch(GrpcWatch),
+    Watch(Box<dyn WatchStream>),
     Refused(String),
 }
 
@@ -367,7 +367,7 @@ impl Grpc {
                 w.pending = Some(events(&msg));
             }
             if msg.created() || w.pending.is_some() {
-                return Ok(Opened::Watch(w));
+                return Ok(Opened::Watch(Box::new(w)));
             }
         }
     }

@@ -104,6 +104,14 @@ pub(crate) enum Claims {
     Lite(super::super::sqlite::Sqlite),
 }
 
+/// Whether baton's own design on a `scheme://` database reads the option `k` too.
+fn keeps(scheme: &str, k: &str, tls: &[&str]) -> bool {
+    match scheme {
+        "sqlite" => k == "busy_timeout",
+        _ => k == "create" || tls.contains(&k),
+    }
+}
+
 /// The key of a plain lock's state row.
 fn key(name: &str) -> Key {
     Key { family: Family::Lock, name: name.to_owned() }
@@ -111,14 +119,15 @@ fn key(name: &str) -> Key {
 
 impl Claims {
     /// Opens baton's own design on the database `url` names (its TLS options, SQLite's
-    /// `busy_timeout`; the scheme's own options are not the design's).
+    /// `busy_timeout`, and on a server `create`: with `create=false` its table must exist;
+    /// the scheme's other options are not the design's).
     pub(crate) async fn open(url: &StoreUrl) -> Result<Claims> {
         #[cfg(any(feature = "postgres", feature = "mysql"))]
         let tls = super::super::tls::options(url.scheme());
         #[cfg(not(any(feature = "postgres", feature = "mysql")))]
         let tls: Vec<&str> = Vec::new();
         let keep: Vec<(String, String)> =
-            url.options().iter().filter(|(k, _)| k == "busy_timeout" || tls.contains(&k.as_str())).cloned().collect();
+            url.options().iter().filter(|(k, _)| keeps(url.scheme(), k, &tls)).cloned().collect();
         let own = url.with_host(url.scheme(), url.hosts(), &keep)?;
         match url.scheme() {
             #[cfg(feature = "postgres")]

@@ -907,10 +907,27 @@ fn lost_lease_round(
     log: &Path,
     dir: &Path,
 ) -> Result<(), String> {
+    lost_lease_round_with(url, store, variant, cmd, log, dir, false)
+}
+
+/// [`lost_lease_round`]; `no_cgroup`: baton without a cgroup (the subreaper walk alone).
+fn lost_lease_round_with(
+    url: &str,
+    store: &str,
+    variant: &str,
+    cmd: &[String],
+    log: &Path,
+    dir: &Path,
+    no_cgroup: bool,
+) -> Result<(), String> {
     let what = format!("{store} / {variant}");
     let name = unique("lost");
     let grant = dir.join(format!("grant-{}", variant.replace(' ', "_")));
-    let holder = baton()
+    let mut holder = baton();
+    if no_cgroup {
+        holder.env("BATON_NO_CGROUP", "1");
+    }
+    let holder = holder
         .args(["run", "--url", url, "--ttl", "2s", &name, "--"])
         .args(cmd)
         .stdout(Stdio::null())
@@ -1217,4 +1234,34 @@ fn a_stopped_command_does_not_hold_the_lock_for_ever() {
     let out = wait_output(holder, Duration::from_secs(30), "paused holder");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stamps(&log).len(), 15);
+}
+
+/// Issue #39, item 1, where the machine gives no cgroup v2 (`BATON_NO_CGROUP=1` forces
+/// that here): the subreaper walk alone finds and stops every escaping variant, on a lost
+/// lease and when baton is SIGKILLed.
+#[test]
+fn without_a_cgroup_the_subreaper_walk_stops_the_whole_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path(), "no-cgroup.db");
+    let mut failures = Vec::new();
+    for i in 0..escaping_commands(dir.path()).len() {
+        let log = dir.path().join(format!("log-{i}"));
+        let (variant, cmd) = escaping_commands(&log).swap_remove(i);
+        failures.extend(lost_lease_round_with(&url, "sqlite, no cgroup", variant, &cmd, &log, dir.path(), true).err());
+    }
+    let log = dir.path().join("killed");
+    let script = format!("set -m; ({}) & (setsid sh -c 'sleep 60' &); wait", stamping_loop(&log));
+    let mut child = baton()
+        .env("BATON_NO_CGROUP", "1")
+        .args(["run", "--url", &url, &unique("killed-no-cgroup"), "--", "bash", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&log, 3, "no cgroup, SIGKILL");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    failures.extend(check_quiet(&log, killed + 200_000_000, "no cgroup, SIGKILL").err());
+    all_pass(&failures);
 }

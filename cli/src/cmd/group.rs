@@ -680,11 +680,9 @@ unsafe fn kill_tree(c: &Child, cmd: libc::pid_t, done: &mut bool) {
         let mut path = [0u8; 64];
         let head = b"/proc/self/task/";
         path[..head.len()].copy_from_slice(head);
-        let mut at = head.len() + write_num(&mut path[head.len()..], libc::getpid() as u32);
-        for &b in b"/children\0" {
-            path[at] = b;
-            at += 1;
-        }
+        let at = head.len() + write_num(&mut path[head.len()..], libc::getpid() as u32);
+        let tail = b"/children\0";
+        path[at..at + tail.len()].copy_from_slice(tail);
         // Bounded: each round kills the children the reaper has, whose own children it
         // then adopts; a tree of a few thousand generations ends well within this.
         for _ in 0..100_000 {

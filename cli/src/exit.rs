@@ -34,7 +34,8 @@ Exit codes (baton's own; `baton run` otherwise exits with the command's code):
    70  the store failed, or an internal error (Backend, NotHeld, Closed)
    74  local I/O error (e.g. the data directory cannot be created)
    75  --wait elapsed before the lock was granted (Timeout)
-   76  the lease was lost while the command ran; it was stopped (LockLost)
+   76  the lease was lost, or about to end, while the command ran (or it stayed stopped
+       for a whole lease); the command's whole tree was stopped first (LockLost)
    78  the URL's scheme is not available in this build (Unsupported)
   126  the command could not be executed     127  the command was not found
   128+N  the command was killed by signal N, or baton was interrupted by it while waiting

@@ -24,7 +24,7 @@ use crate::url::StoreChoice;
 /// holder's local end of the lease, and SIGKILL at that end, which comes before the store's
 /// own end; baton then releases the lock and exits 76. A lease that renewals keep (the
 /// watchdog, when --ttl is not given) never comes near its end, so a healthy holder is never
-/// signalled. --grace is at most half the lease (a --ttl 2s command gets 1s). A lease lost
+/// signalled. --grace is at most half the lease (under --ttl 2s, SIGTERM comes about 1s after the start). A lease lost
 /// another way (the store refused a renewal) sends --signal at once, and SIGKILL when the
 /// grace is over, never later than the local end.
 ///
@@ -62,7 +62,8 @@ pub(crate) struct Args {
     /// this long before the lease's local end. At most half the lease.
     #[arg(long, value_name = "DURATION", default_value = "10s", allow_hyphen_values = true)]
     grace: String,
-    /// The signal CMD gets when the lease is lost: TERM, INT, HUP, QUIT, USR1, USR2 or KILL.
+    /// The signal CMD gets --grace before the lease's end, or when it is lost: TERM, INT,
+    /// HUP, QUIT, USR1, USR2 or KILL (KILL: at the end, no grace).
     #[arg(long, value_name = "SIGNAL", default_value = "TERM")]
     signal: String,
     /// Print a one-line JSON report to stderr when baton ends (name, token, timings,

@@ -104,12 +104,15 @@ impl Sqlite {
         let (pool, clock) = while_locked_at(Some(Path::new(&path)), busy, || open_pool(opts.clone(), busy))
             .await
             .map_err(|e| open_error(&path, e))?;
-        let steps = SqlitePoolOptions::new()
-            .max_connections(4)
-            .acquire_timeout(busy + Duration::from_secs(5))
-            .connect_with(opts.busy_timeout(STEP_BUSY.min(busy)))
-            .await
-            .map_err(|e| open_error(&path, e))?;
+        let step_opts = opts.busy_timeout(STEP_BUSY.min(busy));
+        let steps = while_locked_at(Some(Path::new(&path)), busy, || {
+            SqlitePoolOptions::new()
+                .max_connections(4)
+                .acquire_timeout(busy + Duration::from_secs(5))
+                .connect_with(step_opts.clone())
+        })
+        .await
+        .map_err(|e| open_error(&path, e))?;
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(&path));
         let wakes = Wakes::for_store(&format!("sqlite:{}", canonical.display()));
         Ok(Sqlite { db: Arc::new(Db { pool, steps, path, clock, busy, sweeps: Sweeps::default() }), wakes })

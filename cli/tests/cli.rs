@@ -897,7 +897,7 @@ fn escaping_commands(log: &Path) -> Vec<(&'static str, Vec<String>)> {
     ]
 }
 
-/// One lost-lease round: the holder runs `cmd` under `--ttl 2s` (default grace), a next
+/// One lost-lease round: the holder runs `cmd` under `--ttl 3s` (default grace), a next
 /// holder waits; nothing of `cmd`'s tree may write after the next grant.
 fn lost_lease_round(
     url: &str,
@@ -928,7 +928,7 @@ fn lost_lease_round_with(
         holder.env("BATON_NO_CGROUP", "1");
     }
     let holder = holder
-        .args(["run", "--url", url, "--ttl", "2s", &name, "--"])
+        .args(["run", "--url", url, "--ttl", "3s", &name, "--"])
         .args(cmd)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -936,7 +936,7 @@ fn lost_lease_round_with(
         .unwrap();
     wait_for_lines(log, 1, &what);
     let next = next_holder(url, &name, &grant);
-    // A 2 s lease, then the next grant: 60 s only catches a hang.
+    // A 3 s lease (room for a loaded machine to start the command), then the next grant: 60 s only catches a hang.
     let out = wait_output(holder, Duration::from_secs(60), &what);
     let out_next = wait_output(next, Duration::from_secs(60), &what);
     if out_next.status.code() != Some(0) {
@@ -952,7 +952,7 @@ fn lost_lease_round_with(
 /// Issue #39, items 1 and 4, on every server store: a command that leaves the process
 /// group (`timeout`, `set -m`) or ignores SIGTERM is stopped before the store can grant
 /// the lock again: SIGTERM goes a grace before the local end of the lease (the grace capped
-/// to half the 2 s lease), SIGKILL at that end, to every process of the tree. Before the
+/// to half the 3 s lease), SIGKILL at that end, to every process of the tree. Before the
 /// fix the signals went to the process group only and the SIGKILL came 10 s after the
 /// lease's end: every variant wrote inside the next holder's hold.
 #[test]
@@ -1053,7 +1053,7 @@ fn sigkilled_baton_leaves_no_process_outside_the_group() {
     all_pass(&failures);
 }
 
-/// Issue #39, item 4: a command that ignores SIGTERM, under `--ttl 2s` and the default
+/// Issue #39, item 4: a command that ignores SIGTERM, under `--ttl 3s` and the default
 /// `--grace 10s` (capped to half the lease): it is dead before the next holder's grant.
 /// Before the fix SIGTERM came at the local end of the lease and SIGKILL 10 s later: the
 /// command wrote through the next holder's grant.

@@ -16,7 +16,7 @@ suite_rust() {
     ensure_apt_packages faketime
     build_test_binaries "cargo test --no-run (the test binaries, built)"
     lane_start tests idle
-    timed "test binaries ($(wc -l <"$TEST_BINARIES") in ${#TEST_GROUPS[@]} parallel groups)" run_test_groups "$TEST_BINARIES"
+    timed "test binaries ($(wc -l <"$TEST_BINARIES") in ${#TEST_GROUPS[@]} groups: solo after the others)" run_test_groups "$TEST_BINARIES"
     lane_wait tests
     local -a args; mapfile -t args < <(test_build_args)
     step "doctests" 20m cargo test "${args[@]}" --doc

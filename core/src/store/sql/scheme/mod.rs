@@ -245,10 +245,21 @@ fn lease_ms(d: Duration) -> u64 {
 }
 
 impl SchemeStore {
-    /// Gives back a grant of the scheme's own whose claim failed (best effort: what is
-    /// left ends with its lease). No waiter is woken: nothing was free for them.
+    /// Gives back a grant of the scheme's own whose claim failed. No waiter is woken:
+    /// nothing was free for them. The claim's own failure is often the database being
+    /// busy (a pool or statement timeout under hundreds of attempts), which the first
+    /// release may meet too: a few tries, about 3 s in all, before leaving the hold to its
+    /// lease (a cancelled acquire's hold under a 120 s lease outlasted the behaviour
+    /// suite's 60 s bound once, in a CI run).
     async fn undo(&self, name: &str, holder: &str) {
-        let _ = self.imp.release(name, holder, u32::MAX).await;
+        let mut pause = Duration::from_millis(50);
+        for _ in 0..6 {
+            if self.imp.release(name, holder, u32::MAX).await.is_ok() {
+                return;
+            }
+            crate::rt::sleep(pause).await;
+            pause *= 2;
+        }
     }
 }
 
@@ -278,6 +289,8 @@ impl Store for SchemeStore {
             }
             Err(e) => {
                 self.undo(&key.name, &req.holder).await;
+                // The claim may have been written with its answer lost.
+                let _ = self.claims.release(&key.name, &self.ident, &req.holder).await;
                 Err(e)
             }
         }

@@ -43,16 +43,16 @@ async fn killed_optimistic_holder() {
     sql_schemes::killed_holder(&store_for("optimistic").url).await;
 }
 
-/// baton's own design, `table` and `optimistic` on one file exclude each other
-/// (`sql_schemes::designs_exclude_each_other`, `mixed_designs_never_overlap`).
+/// baton's own design, `table` and `optimistic` (with `?exclusive=true`) on one file
+/// exclude each other (`sql_schemes::designs_exclude_each_other`, `mixed_designs_never_overlap`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn designs_exclude_each_other() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = format!("sqlite://{}/baton.db", dir.path().display());
     let designs = [
         ("state", file.clone()),
-        ("table", format!("{file}?scheme=table")),
-        ("optimistic", format!("{file}?scheme=optimistic")),
+        ("table", format!("{file}?scheme=table&exclusive=true")),
+        ("optimistic", format!("{file}?scheme=optimistic&exclusive=true")),
     ];
     sql_schemes::designs_exclude_each_other(&designs).await;
     sql_schemes::mixed_designs_never_overlap(&designs).await;

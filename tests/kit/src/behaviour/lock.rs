@@ -244,15 +244,17 @@ pub async fn cancelled_acquire_leaves_nothing(store: &Store) {
     // 400 attempts queue on the store (20 s was once too short for MySQL there), and half
     // the lease that would free a leaked hold.
     let probe = c.lock(&name);
-    let g = bounded("lock free again", Duration::from_secs(60), async {
-        loop {
-            if let Some(g) = probe.try_acquire().await.unwrap() {
-                break g;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    let t0 = tokio::time::Instant::now();
+    let g = loop {
+        if let Some(g) = probe.try_acquire().await.unwrap() {
+            break g;
         }
-    })
-    .await;
+        if t0.elapsed() > Duration::from_secs(60) {
+            // What was left, to tell a leaked hold from a slow store.
+            panic!("lock free again took longer than 60s: {:?}", c.inspect(&name).await);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     g.release().await.unwrap();
     // A straggling attempt may still take it and give it back; a leaked hold would stay.
     eventually("a cancelled acquire left a hold behind", Duration::from_secs(30), || async {

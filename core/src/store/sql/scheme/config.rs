@@ -44,10 +44,10 @@ impl Scheme {
     /// The URL options this scheme reads, besides `scheme` and the common ones.
     fn options(self) -> Vec<&'static str> {
         match self {
-            Scheme::Table => [ROW_COLUMNS, &["fence_table", "create"]].concat(),
-            Scheme::Optimistic => [ROW_COLUMNS, &["version_column", "create"]].concat(),
-            Scheme::ForUpdate => vec!["table", "name_column", "fence_table", "create", "pool"],
-            Scheme::Advisory => vec!["fence_table", "create", "pool"],
+            Scheme::Table => [ROW_COLUMNS, &["fence_table", "create", "exclusive"]].concat(),
+            Scheme::Optimistic => [ROW_COLUMNS, &["version_column", "create", "exclusive"]].concat(),
+            Scheme::ForUpdate => vec!["table", "name_column", "fence_table", "create", "pool", "exclusive"],
+            Scheme::Advisory => vec!["fence_table", "create", "pool", "exclusive"],
         }
     }
 }
@@ -76,6 +76,10 @@ pub(crate) struct SchemeConfig {
     pub(crate) names: Names,
     /// `?create=false`: never create a table (they must exist).
     pub(crate) create: bool,
+    /// `?exclusive=true`: every grant also claims the name in `baton_state`, so that the
+    /// designs exclude each other (`claim.rs`). Off by default until a cancelled acquire
+    /// under it can no longer leave a hold its handle renews (docs/sql-schemes.md).
+    pub(crate) exclusive: bool,
     /// Connections that held locks may pin at once (`for-update`, `advisory`; `?pool=`).
     pub(crate) pool: u32,
     /// SQLite's wait for another process's write lock.
@@ -139,6 +143,15 @@ impl SchemeConfig {
                 return Err(Error::invalid_argument(format!("option `create` of {url}: `{v}` is not true or false")));
             }
         };
+        let exclusive = match url.option("exclusive") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(v) => {
+                return Err(Error::invalid_argument(format!(
+                    "option `exclusive` of {url}: `{v}` is not true or false"
+                )));
+            }
+        };
         let pool = match url.option("pool") {
             None => 32,
             Some(v) => v.parse::<u32>().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
@@ -149,7 +162,7 @@ impl SchemeConfig {
             Some(v) => crate::duration::parse(v)?,
             None => Duration::from_secs(5),
         };
-        Ok(SchemeConfig { names, create, pool, busy_timeout })
+        Ok(SchemeConfig { names, create, exclusive, pool, busy_timeout })
     }
 }
 

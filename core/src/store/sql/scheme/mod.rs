@@ -84,8 +84,9 @@ pub(crate) struct SchemeStore {
     imp: Arc<dyn LockScheme>,
     /// What names the store's locks in this process (its waiters' wake-ups).
     id: String,
-    /// baton's own design on the same database, where every grant is claimed.
-    claims: claim::Claims,
+    /// baton's own design on the same database, where every grant is claimed
+    /// (`?exclusive=true`).
+    claims: Option<claim::Claims>,
     /// What names this scheme in its claims: the scheme and its table (`advisory`: the
     /// scheme alone, its locks are the server's).
     ident: String,
@@ -128,12 +129,16 @@ impl SchemeStore {
             _ => return Err(Error::unsupported(format!("`?scheme={}` needs a database server", scheme.as_str()))),
         };
         let id = format!("sql-scheme:{}:{}:{}", scheme.as_str(), url.identity(), cfg.names.table);
-        let claims = match claim::Claims::open(url).await {
-            Ok(c) => c,
-            Err(e) => {
-                imp.close().await;
-                return Err(e);
+        let claims = if cfg.exclusive {
+            match claim::Claims::open(url).await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    imp.close().await;
+                    return Err(e);
+                }
             }
+        } else {
+            None
         };
         let ident = match scheme {
             Scheme::Advisory => scheme.as_str().to_owned(),
@@ -271,14 +276,15 @@ impl Store for SchemeStore {
         self.check(key, Some(&req.mode))?;
         let got = self.imp.acquire(&key.name, req).await?;
         let Attempt::Granted { token, count, fresh: true } = got else { return Ok(got) };
-        let claimed = self.claims.take(&key.name, &self.ident, &req.holder, req.lease_ms, token).await;
+        let Some(claims) = &self.claims else { return Ok(got) };
+        let claimed = claims.take(&key.name, &self.ident, &req.holder, req.lease_ms, token).await;
         match claimed {
             Ok(claim::Claimed::Granted(t)) => {
                 if t != token
                     && let Err(e) = self.imp.adopt(&key.name, &req.holder, t).await
                 {
                     self.undo(&key.name, &req.holder).await;
-                    let _ = self.claims.release(&key.name, &self.ident, &req.holder).await;
+                    let _ = claims.release(&key.name, &self.ident, &req.holder).await;
                     return Err(e);
                 }
                 Ok(Attempt::Granted { token: t, count, fresh: true })
@@ -290,7 +296,7 @@ impl Store for SchemeStore {
             Err(e) => {
                 self.undo(&key.name, &req.holder).await;
                 // The claim may have been written with its answer lost.
-                let _ = self.claims.release(&key.name, &self.ident, &req.holder).await;
+                let _ = claims.release(&key.name, &self.ident, &req.holder).await;
                 Err(e)
             }
         }
@@ -303,7 +309,8 @@ impl Store for SchemeStore {
         if !self.imp.renew(&key.name, holder, lease_ms(lease)).await? {
             return Ok(false);
         }
-        if self.claims.renew(&key.name, &self.ident, holder, lease).await? {
+        let Some(claims) = &self.claims else { return Ok(true) };
+        if claims.renew(&key.name, &self.ident, holder, lease).await? {
             return Ok(true);
         }
         self.undo(&key.name, holder).await;
@@ -319,9 +326,11 @@ impl Store for SchemeStore {
     async fn release(&self, key: &Key, holder: &str, count: u32) -> Result<Released> {
         self.check(key, None)?;
         let out = self.imp.release(&key.name, holder, count).await?;
-        if !matches!(out, Released::StillHeld(_)) {
+        if let Some(claims) = &self.claims
+            && !matches!(out, Released::StillHeld(_))
+        {
             // Best effort: a claim left behind keeps other designs out until its lease ends.
-            let _ = self.claims.release(&key.name, &self.ident, holder).await;
+            let _ = claims.release(&key.name, &self.ident, holder).await;
         }
         if out == Released::Freed {
             wait::handoff(&self.id, &key.name).notify_one();
@@ -346,14 +355,16 @@ impl Store for SchemeStore {
         self.check(key, None)?;
         let (mut s, now) = self.imp.read(&key.name).await?;
         // A hold under another design (baton's own, another scheme) shows as well.
-        let (claims, claims_now_us) = self.claims.read(&key.name).await?;
-        let view = crate::state::inspect(&claims, claims_now_us);
-        let ours = claim::holder(&self.ident, "");
-        for h in view.holds.into_iter().filter(|h| !h.holder.starts_with(&ours)) {
-            let left = h.expires_ms.saturating_sub(claims_now_us / 1000);
-            s.holds.push(crate::state::Hold { expires_ms: now.saturating_add(left), ..h });
+        if let Some(claims) = &self.claims {
+            let (claims, claims_now_us) = claims.read(&key.name).await?;
+            let view = crate::state::inspect(&claims, claims_now_us);
+            let ours = claim::holder(&self.ident, "");
+            for h in view.holds.into_iter().filter(|h| !h.holder.starts_with(&ours)) {
+                let left = h.expires_ms.saturating_sub(claims_now_us / 1000);
+                s.holds.push(crate::state::Hold { expires_ms: now.saturating_add(left), ..h });
+            }
+            s.fence = s.fence.max(claims.fence);
         }
-        s.fence = s.fence.max(claims.fence);
         Ok(Inspection::from_state(key, &s, now))
     }
 
@@ -371,7 +382,9 @@ impl Store for SchemeStore {
 
     async fn close(&self) {
         self.imp.close().await;
-        self.claims.close().await;
+        if let Some(claims) = &self.claims {
+            claims.close().await;
+        }
     }
 
     #[cfg(feature = "bench")]

@@ -43,19 +43,37 @@ async fn killed_optimistic_holder() {
     sql_schemes::killed_holder(&store_for("optimistic").url).await;
 }
 
-/// baton's own design, `table` and `optimistic` (with `?exclusive=true`) on one file
-/// exclude each other (`sql_schemes::designs_exclude_each_other`, `mixed_designs_never_overlap`).
+/// baton's own design, `table` and `optimistic` on one file exclude each other
+/// (`sql_schemes::designs_exclude_each_other`, `mixed_designs_never_overlap`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn designs_exclude_each_other() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = format!("sqlite://{}/baton.db", dir.path().display());
     let designs = [
         ("state", file.clone()),
-        ("table", format!("{file}?scheme=table&exclusive=true")),
-        ("optimistic", format!("{file}?scheme=optimistic&exclusive=true")),
+        ("table", format!("{file}?scheme=table")),
+        ("optimistic", format!("{file}?scheme=optimistic")),
     ];
     sql_schemes::designs_exclude_each_other(&designs).await;
     sql_schemes::mixed_designs_never_overlap(&designs).await;
+}
+
+/// `?exclusive=false` turns the claim off: such a scheme's grant ignores baton's own
+/// design's hold (and the claim makes no `baton_state` row), while a claiming `table`
+/// client still finds the name busy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exclusive_false_claims_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = format!("sqlite://{}/baton.db", dir.path().display());
+    let state = Client::connect(&file).await.unwrap();
+    let unclaimed = Client::connect(&format!("{file}?scheme=optimistic&exclusive=false")).await.unwrap();
+    let claimed = Client::connect(&format!("{file}?scheme=table")).await.unwrap();
+    let name = unique("unclaimed");
+    let g = state.lock(&name).try_acquire().await.unwrap().expect("a fresh name is free");
+    assert!(claimed.lock(&name).try_acquire().await.unwrap().is_none(), "a claiming scheme ignored the hold");
+    let g2 = unclaimed.lock(&name).try_acquire().await.unwrap().expect("exclusive=false still claimed");
+    g2.release().await.unwrap();
+    g.release().await.unwrap();
 }
 
 /// SQLite has no row locks and no advisory locks: those schemes are refused at connect.

@@ -1,6 +1,7 @@
 //! The internal guard every public guard wraps: release, extend, drop-release.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::rt::Instant;
@@ -108,9 +109,31 @@ async fn release(slot: Arc<Slot>, held: Arc<Held>, count: u32) -> Result<Release
         return Err(if ctx.is_closed() { Error::closed() } else { lost(&held) });
     }
     ctx.check_open()?;
+    // Taking turns with the handle's attempts keeps the store's count and `held.holds`
+    // comparable (see `Slot::counts_holds`).
+    let _turn = slot.turn().await;
     let out = ctx.backend.release(&held.key, &held.holder, count).await;
     match out {
-        Ok(Released::StillHeld(n)) => Ok(Released::StillHeld(n)),
+        Ok(Released::StillHeld(n)) => {
+            let left = held.holds.fetch_sub(count, Ordering::SeqCst).saturating_sub(count);
+            if !slot.counts_holds() || n <= left {
+                return Ok(Released::StillHeld(n));
+            }
+            // Strays beyond the guards' holds: give them back too. Failing that, they end
+            // with their lease, unrenewed once no guard is left.
+            let freed = matches!(
+                ctx.backend.release(&held.key, &held.holder, n - left).await,
+                Ok(Released::Freed | Released::NotHeld)
+            );
+            if left > 0 {
+                return Ok(Released::StillHeld(left));
+            }
+            if freed {
+                crate::observe::released(&held.key, held.granted_at.elapsed());
+            }
+            slot.detach(&held);
+            Ok(Released::Freed)
+        }
         Ok(Released::Freed) => {
             crate::observe::released(&held.key, held.granted_at.elapsed());
             slot.detach(&held);
@@ -146,7 +169,72 @@ impl Drop for Grant {
 mod tests {
     use std::time::Duration;
 
-    use crate::{Client, LockOptions};
+    use crate::state::{Attempt, Mode, Request};
+    use crate::{Client, Lock, LockOptions};
+
+    /// Takes one more hold under `lock`'s holder id behind its back, as an attempt whose
+    /// answer was lost with its connection (or whose give-back failed) leaves one.
+    async fn stray(lock: &Lock) {
+        let spec = &lock.slot.as_ref().unwrap().spec;
+        let req = Request {
+            holder: spec.holder.clone(),
+            mode: Mode::Exclusive,
+            lease_ms: 120_000,
+            enqueue: false,
+            queue_ttl_ms: 10_000,
+            watchdog: true,
+            shared: false,
+            token_floor: None,
+        };
+        let got = spec.ctx.backend.acquire(&spec.key, &req).await.unwrap();
+        assert!(matches!(got, Attempt::Granted { .. }), "{got:?}");
+    }
+
+    fn client_url(what: &str) -> String {
+        format!("memory://{what}-{}", uuid::Uuid::new_v4())
+    }
+
+    /// A stray beside a live guard: the guard's release gives it back too, instead of
+    /// keeping a grant no guard has that the watchdog would renew for the handle's life.
+    #[tokio::test]
+    async fn a_stray_beside_a_guard_goes_with_the_guards_release() {
+        let c = Client::connect(&client_url("stray-beside")).await.unwrap();
+        let lock = c.lock_with("x", LockOptions::new().lease(Duration::from_secs(120)));
+        let g = lock.acquire().await.unwrap();
+        stray(&lock).await;
+        assert_eq!(c.inspect("x").await.unwrap().holders[0].count, 2);
+        g.release().await.unwrap();
+        assert!(!c.inspect("x").await.unwrap().is_held(), "{:?}", c.inspect("x").await);
+        assert!(c.lock("x").try_acquire().await.unwrap().is_some());
+    }
+
+    /// A re-entry of a guard's own hold is no stray: releasing one of two guards keeps it.
+    #[tokio::test]
+    async fn a_re_entry_is_no_stray() {
+        let c = Client::connect(&client_url("re-entry")).await.unwrap();
+        let lock = c.lock("x");
+        let (g1, g2) = (lock.acquire().await.unwrap(), lock.acquire().await.unwrap());
+        g1.release().await.unwrap();
+        assert_eq!(c.inspect("x").await.unwrap().holders[0].count, 1);
+        assert!(c.lock("x").try_acquire().await.unwrap().is_none());
+        g2.release().await.unwrap();
+        assert!(!c.inspect("x").await.unwrap().is_held());
+    }
+
+    /// A stray with no guard: the next grant trims it, so the guard's release frees the
+    /// lock, also with attempts of the same handle under way beside it.
+    #[tokio::test]
+    async fn a_stray_under_no_guard_is_trimmed_by_the_next_grant() {
+        let c = Client::connect(&client_url("stray-alone")).await.unwrap();
+        let lock = c.lock("x");
+        stray(&lock).await;
+        let (g1, g2) = tokio::join!(lock.acquire(), lock.acquire());
+        let (g1, g2) = (g1.unwrap(), g2.unwrap());
+        assert_eq!(c.inspect("x").await.unwrap().holders[0].count, 2);
+        g1.release().await.unwrap();
+        g2.release().await.unwrap();
+        assert!(!c.inspect("x").await.unwrap().is_held(), "{:?}", c.inspect("x").await);
+    }
 
     /// A guard may be dropped on a thread with no runtime after its client's runtime is
     /// gone (a GC finalizer in a binding): no panic, and the lease still ends on its own.

@@ -220,26 +220,51 @@ pub(crate) struct Spec {
 pub(crate) struct Slot {
     pub(crate) spec: Spec,
     held: Mutex<Option<Arc<Held>>>,
-    /// Store attempts under way (see `wait::attempt`).
-    attempts: std::sync::atomic::AtomicUsize,
+    /// One store call at a time on this handle's holds (an attempt with its answer's
+    /// bookkeeping or give-back, a release): the hold count the store answers can then be
+    /// checked against the holds this handle's guards have (`Turn`).
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// A slot's turn at the store (see `Slot::turn`).
+pub(crate) struct Turn {
+    slot: Arc<Slot>,
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Turn {
+    /// How many holds the store should count under the holder id once the attempt this
+    /// turn is for is granted: the current grant's plus one. `None` where the store's
+    /// count says nothing of strays (see `Slot::counts_holds`).
+    fn expected_after_grant(&self) -> Option<u32> {
+        self.slot.counts_holds().then(|| self.slot.known_holds() + 1)
+    }
 }
 
 impl Slot {
     pub(crate) fn new(spec: Spec) -> Arc<Slot> {
-        Arc::new(Slot { spec, held: Mutex::new(None), attempts: std::sync::atomic::AtomicUsize::new(0) })
+        Arc::new(Slot { spec, held: Mutex::new(None), turn: Arc::new(tokio::sync::Mutex::new(())) })
     }
 
-    /// Whether holds the store counts under this slot's holder id beyond one can only be
-    /// strays: an own holder id, a lock-like mode, no live grant, and no other attempt
-    /// under way than the caller's. A re-entry answered then means an earlier attempt took
-    /// a hold whose answer never arrived (a connection cut mid-acquire).
-    fn strays_possible(&self) -> bool {
-        if !self.spec.own_holder || matches!(self.spec.mode, Mode::Permits { .. }) {
-            return false;
-        }
+    /// Waits for this slot's turn at the store.
+    pub(crate) async fn turn(self: &Arc<Self>) -> Turn {
+        Turn { slot: self.clone(), _turn: self.turn.clone().lock_owned().await }
+    }
+
+    /// Whether every hold the store counts under this slot's holder id is this handle's:
+    /// an own holder id (no other handle takes holds under it) and a lock-like mode (a
+    /// permit count is not a re-entry count). Then, with store calls taking turns, holds
+    /// beyond the ones the handle's guards have are strays: holds of attempts whose
+    /// answers were lost with their connections, or whose give-back failed. Nobody would
+    /// release those, and the watchdog would renew them with the handle's grant.
+    fn counts_holds(&self) -> bool {
+        self.spec.own_holder && !matches!(self.spec.mode, Mode::Permits { .. })
+    }
+
+    /// The holds the guards of the live grant have (0 with none).
+    fn known_holds(&self) -> u32 {
         let held = self.held.locked();
-        held.as_ref().is_none_or(|h| h.lost.is_cancelled())
-            && self.attempts.load(std::sync::atomic::Ordering::SeqCst) == 1
+        held.as_ref().filter(|h| !h.lost.is_cancelled()).map_or(0, |h| h.holds.load(Ordering::SeqCst))
     }
 
     /// Records a grant; returns the `Held` the new guard shares. Synchronous on purpose:
@@ -248,6 +273,7 @@ impl Slot {
         let mut slot = self.held.locked();
         if let Some(h) = slot.as_ref() {
             if !fresh && !h.lost.is_cancelled() {
+                h.holds.fetch_add(1, Ordering::SeqCst);
                 return h.clone();
             }
             // A fresh grant while we thought we held: the old lease was lost.
@@ -286,6 +312,9 @@ pub(crate) struct Held {
     /// The store, for its lease margin (`Store::lease_margin`).
     backend: Arc<dyn Store>,
     live_id: u64,
+    /// Holds the guards sharing this grant have (re-entries add one each; locks only,
+    /// see `Slot::counts_holds`).
+    holds: std::sync::atomic::AtomicU32,
 }
 
 impl Held {
@@ -304,6 +333,7 @@ impl Held {
             renewer: spec.ctx.renewer.clone(),
             backend: spec.ctx.backend.clone(),
             live_id: spec.ctx.next_live.fetch_add(1, Ordering::Relaxed),
+            holds: std::sync::atomic::AtomicU32::new(1),
         });
         match spec.lease {
             Lease::Watchdog { lease, renew } => held.renewer.add(&held, lease, renew, started),

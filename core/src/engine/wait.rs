@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::rt::Instant;
 use rand::Rng;
 
-use super::{Grant, Slot};
+use super::{Grant, Slot, Turn};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::state::{Attempt, Mode, Request};
@@ -66,12 +66,11 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
     let mut outage = Outage::default();
     loop {
         let started = Instant::now();
-        // `_under_way` counts the attempt as under way until its grant is recorded (below,
-        // with no await in between), so that no other attempt of this slot takes it for
-        // a stray meanwhile.
+        // The turn is kept until the grant is recorded (below, with no await in between),
+        // so that no other store call of this slot counts its hold as a stray meanwhile.
         // An attempt is never cut short here: one dropped after its request went out
         // could leave a grant nobody gives back (each store call bounds its own time).
-        let (attempt, _under_way) = match attempt(slot, &req).await {
+        let (attempt, turn) = match attempt(slot, &req).await {
             Ok(a) => {
                 outage.over();
                 a
@@ -94,6 +93,8 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
             }
             Attempt::Busy { retry_ms } => retry_ms.map(Duration::from_millis),
         };
+        // Not kept while waiting: the handle's releases need turns too.
+        drop(turn);
         let deadline = match wait {
             Wait::No => return Ok(None),
             Wait::Until(d) => d,
@@ -179,40 +180,42 @@ fn millis(d: Duration) -> u64 {
 /// per attempt, which matters wherever the caller's own thread drives the store's
 /// connection.
 ///
-/// A re-entry answered while the handle holds nothing (`Slot::strays_possible`) means the
-/// store kept holds of an earlier attempt whose answer was lost with its connection: they
-/// are given back here, keeping one, so that the guard's release frees the lock instead of
-/// leaving strays that the watchdog would renew for as long as the handle lives.
-async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, UnderWay)> {
+/// The attempt has the slot's turn (`Slot::turn`) until its grant is recorded or given
+/// back, so a re-entry counting more holds than the handle's guards have plus this one
+/// means strays (earlier attempts whose answers were lost with their connection, or whose
+/// give-back failed): they are given back here, so that the guards' releases free the
+/// lock instead of leaving holds the watchdog would renew for as long as the handle lives.
+async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, Turn)> {
+    // Waiting for the turn sends nothing: a caller dropped here leaves nothing behind.
+    let turn = slot.turn().await;
     let spec = &slot.spec;
     let backend: Arc<dyn Store> = spec.ctx.backend.clone();
     let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
-    let under_way = UnderWay::new(slot.clone());
     let finish_on = spec.ctx.rt.clone();
     let mut answer = Finish(
         Some(Box::pin(async move {
             let mut out = backend.acquire(&key, &req).await;
             if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
-                && *count > 1
-                && under_way.0.strays_possible()
+                && let Some(expected) = turn.expected_after_grant()
+                && *count > expected
             {
-                match backend.release(&key, &req.holder, *count - 1).await {
-                    Ok(_) => *count = 1,
-                    // Not handed out with strays a guard's release would leave behind: nothing
-                    // renews them now, so they end with the lease.
+                match backend.release(&key, &req.holder, *count - expected).await {
+                    Ok(_) => *count = expected,
+                    // Not handed out with strays a guard's release would leave behind: the
+                    // next attempt or release of this handle gives them back.
                     Err(e) => out = Err(e),
                 }
             }
             // If the caller is gone, the answer is dropped with the task `Finish` handed
             // the rest to: `Answer::drop` gives the grant back.
-            Answer { out: Some(out), backend, key, req, rt, under_way: Some(under_way) }
+            Answer { out: Some(out), backend, key, req, rt, turn: Some(turn) }
         })),
         finish_on,
     )
     .await;
     let out = answer.out.take().unwrap_or_else(|| Err(Error::backend("internal error: empty answer")))?;
-    let under_way = answer.under_way.take().ok_or_else(|| Error::backend("internal error: no attempt count"))?;
-    Ok((out, under_way))
+    let turn = answer.turn.take().ok_or_else(|| Error::backend("internal error: no turn"))?;
+    Ok((out, turn))
 }
 
 /// A future polled by its owner until dropped; dropped unfinished, it finishes on the
@@ -241,22 +244,6 @@ impl<T: Send + 'static> Drop for Finish<T> {
     }
 }
 
-/// Counts an attempt as under way for its slot while it lives.
-struct UnderWay(Arc<Slot>);
-
-impl UnderWay {
-    fn new(slot: Arc<Slot>) -> UnderWay {
-        slot.attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        UnderWay(slot)
-    }
-}
-
-impl Drop for UnderWay {
-    fn drop(&mut self) {
-        self.0.attempts.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 /// A store's answer to an attempt; gives back a grant nobody took out of it.
 struct Answer {
     out: Option<Result<Attempt>>,
@@ -265,7 +252,7 @@ struct Answer {
     req: Request,
     rt: crate::rt::Rt,
     /// Until a grant nobody took is given back.
-    under_way: Option<UnderWay>,
+    turn: Option<Turn>,
 }
 
 impl Drop for Answer {
@@ -284,10 +271,10 @@ impl Drop for Answer {
             // Exactly the hold this attempt took (a re-entry added one).
             let n = if matches!(self.req.mode, Mode::Permits { .. }) { u32::MAX } else { 1 };
             let (b, k, h) = (self.backend.clone(), self.key.clone(), self.req.holder.clone());
-            let under_way = self.under_way.take();
+            let turn = self.turn.take();
             self.rt.spawn(async move {
                 let _ = b.release(&k, &h, n).await;
-                drop(under_way);
+                drop(turn);
             });
         }
     }

@@ -370,12 +370,11 @@ macro_rules! server_schemes {
             .await;
         }
 
-        /// Every design of the database: baton's own and the four schemes, claiming
-        /// (`?exclusive=true`).
+        /// Every design of the database: baton's own and the four schemes.
         fn designs() -> Vec<(&'static str, String)> {
             let mut d = vec![("state", base())];
             for s in ["table", "for-update", "optimistic", "advisory"] {
-                d.push((s, baton_testkit::behaviour::with_option(&url(s), "exclusive=true")));
+                d.push((s, url(s)));
             }
             d
         }

@@ -76,9 +76,9 @@ pub(crate) struct SchemeConfig {
     pub(crate) names: Names,
     /// `?create=false`: never create a table (they must exist).
     pub(crate) create: bool,
-    /// `?exclusive=true`: every grant also claims the name in `baton_state`, so that the
-    /// designs exclude each other (`claim.rs`). Off by default until a cancelled acquire
-    /// under it can no longer leave a hold its handle renews (docs/sql-schemes.md).
+    /// Every grant also claims the name in `baton_state`, so that the designs exclude each
+    /// other (`claim.rs`); `?exclusive=false` turns it off, for a database where nothing
+    /// else locks these names and one statement less per grant is worth having.
     pub(crate) exclusive: bool,
     /// Connections that held locks may pin at once (`for-update`, `advisory`; `?pool=`).
     pub(crate) pool: u32,
@@ -144,8 +144,8 @@ impl SchemeConfig {
             }
         };
         let exclusive = match url.option("exclusive") {
-            None | Some("false") => false,
-            Some("true") => true,
+            None | Some("true") => true,
+            Some("false") => false,
             Some(v) => {
                 return Err(Error::invalid_argument(format!(
                     "option `exclusive` of {url}: `{v}` is not true or false"
@@ -221,5 +221,9 @@ mod tests {
         assert!(parse("postgres://h/db?scheme=advisory&sslmode=require").is_ok());
         assert!(parse("mysql://h/db?scheme=for-update&ssl-mode=REQUIRED").is_ok());
         assert_eq!(parse("sqlite:///tmp/x.db?scheme=table&sslmode=require").unwrap_err().kind(), ErrorKind::InvalidUrl);
+        // The cross-design claim is on unless turned off.
+        assert!(parse("postgres://h/db?scheme=table").unwrap().exclusive);
+        assert!(!parse("postgres://h/db?scheme=advisory&exclusive=false").unwrap().exclusive);
+        assert_eq!(parse("mysql://h/db?scheme=table&exclusive=yes").unwrap_err().kind(), ErrorKind::InvalidArgument);
     }
 }

@@ -9,6 +9,8 @@
 #   as_root CMD…                  run CMD as root (directly, or via sudo when not root)
 #   workspace_version             the Cargo workspace's version, which every package carries
 #   host_triple                   rustc's host triple (cargo builds here name it: one target dir)
+#   cargo_target_dir              cargo's target directory (cargo metadata: CARGO_TARGET_DIR,
+#                                 build.target-dir of .cargo/config.toml, or the workspace's target/)
 #   test_build_dir                the test build's output: <target dir>/<host triple>/debug
 
 [[ -n ${_BATON_COMMON_SH:-} ]] && return 0
@@ -28,7 +30,15 @@ as_root() {
 
 workspace_version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -n 1; }
 host_triple() { rustc -vV | sed -n 's/^host: //p'; }
-test_build_dir() { echo "${CARGO_TARGET_DIR:-$ROOT/target}/$(host_triple)/debug"; }
+# Where cargo builds, whatever set it (absolute; cargo metadata reads no dependency).
+cargo_target_dir() {
+    local dir
+    dir=$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps --offline 2>/dev/null \
+        | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+    [[ -n $dir ]] || die "cargo metadata gave no target_directory (in $ROOT)"
+    echo "$dir"
+}
+test_build_dir() { echo "$(cargo_target_dir)/$(host_triple)/debug"; }
 
 # wait_until SECONDS DESCRIPTION CMD [ARGS…]
 # Runs CMD (a command or shell function, output discarded) every 0.2 s until it

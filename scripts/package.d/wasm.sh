@@ -38,8 +38,9 @@ ensure_wasm_tools() {
 
 # wasm_glue TARGET OUT: wasm-bindgen's glue for TARGET (web | nodejs) into OUT, the JS
 # renamed baton_wasm_core.* (baton_wasm.js is the facade's entry; the .wasm keeps its name).
+# WASM_OUT: the module cargo built, under cargo's target directory (package_wasm sets it).
 wasm_glue() {
-    local target=$1 out=$2 wasm="$ROOT/target/wasm32-unknown-unknown/release/baton_wasm.wasm"
+    local target=$1 out=$2 wasm=$WASM_OUT
     rm -rf "$out" && mkdir -p "$out"
     # --weak-refs: a guard object the page drops is freed by the GC, so the core releases it.
     wasm-bindgen --target "$target" --weak-refs --out-name baton_wasm --out-dir "$out" "$wasm"
@@ -66,6 +67,9 @@ package_wasm() {
     local t0=$SECONDS
     cargo build -p baton-wasm --release --target wasm32-unknown-unknown
     log "   cargo build (wasm32, release) in $(( SECONDS - t0 ))s"
+    # Where cargo put it: CARGO_TARGET_DIR or a config's target-dir move it out of target/.
+    WASM_OUT="$(cargo_target_dir)/wasm32-unknown-unknown/release/baton_wasm.wasm"
+    [[ -f $WASM_OUT ]] || die "cargo built no $WASM_OUT"
     local web="$ROOT/wasm/pkg" node="$ROOT/wasm/pkg-node" js="$ROOT/wasm/js"
     wasm_glue web "$web"
     wasm_facade "$web"

@@ -5,7 +5,9 @@
 # (behaviour × memory/sqlite/redis/etcd, errors, cancellation, leaks, real Redisson in the
 # same JVM), one jar with the library inside plus sources and javadoc jars — then the
 # consumer project tests/jvm-consumer/, which depends on the installed artifact by
-# coordinates only and runs the README's Kotlin and Java quick starts. The native library is
+# coordinates only and runs the README's Kotlin and Java quick starts, and the Gradle build
+# tests/gradle-consumer/ (Debian's gradle 4.4.1), which runs the Java one on SQLite from
+# mavenLocal() and Maven Central. The native library is
 # the test build's (`BATON_PACKAGE_BUILD=test scripts/package jvm`: dev profile, on the
 # rust suite's compiled dependencies; scripts/test).
 
@@ -24,6 +26,7 @@ ensure_jvm() {
         ensure_apt_packages openjdk-17-jdk-headless
     fi
     command -v mvn >/dev/null || ensure_apt_packages maven
+    command -v gradle >/dev/null || ensure_apt_packages gradle
 }
 
 suite_jvm() {
@@ -38,5 +41,7 @@ suite_jvm() {
     step "mvn install (bindings-kotlin: cargo, uniffi, kotlinc, JUnit, jars)" 40m \
         env BATON_PACKAGE_BUILD=test BATON_PACKAGE_TESTS=1 "$ROOT/scripts/package" jvm
     step "jvm-consumer (README samples against the installed jar)" 10m "$ROOT/tests/jvm-consumer/run.sh"
+    step "gradle-consumer (the Java quick start on SQLite, dev.baton:baton by coordinates)" 10m \
+        env -u BATON_URL "$ROOT/tests/gradle-consumer/run.sh"
 }
 

@@ -7,14 +7,17 @@ import kotlin.time.Duration
 /**
  * The entry point: `Baton.connect(url)` (Kotlin, suspending) or `Baton.connectBlocking(url)`
  * (Java). URLs: `memory://`, `sqlite:///path.db`, `redis://host:6379`, `etcd://host:2379`, …
+ *
+ * The first call loads the native library ([NativeLibrary]); on a platform the jar has no
+ * library for, every call raises [BatonException.Unsupported] naming the platform, the
+ * resource looked for and how to build the library from source.
  */
 object Baton {
-    init {
-        keepCallbackThreadsAttached()
-    }
-
     /** Connects to the store [url] names. */
-    suspend fun connect(url: String): Client = native { Client(dev.baton.ffi.connect(url)) }
+    suspend fun connect(url: String): Client {
+        NativeLibrary.ensureLoaded()
+        return native { Client(dev.baton.ffi.connect(url)) }
+    }
 
     /** [connect], blocking the calling thread. */
     @JvmStatic
@@ -31,15 +34,24 @@ object Baton {
      * is not above it. A statement it cannot guard is [BatonException.InvalidArgument].
      */
     @JvmStatic
-    fun fencedUpdate(statement: String, token: Long): String = native { dev.baton.ffi.fencedUpdate(statement, token) }
+    fun fencedUpdate(statement: String, token: Long): String {
+        NativeLibrary.ensureLoaded()
+        return native { dev.baton.ffi.fencedUpdate(statement, token) }
+    }
 
     /** The names of the core's error kinds, in order (what [ErrorKind] mirrors). */
     @JvmStatic
-    fun errorKinds(): List<String> = dev.baton.ffi.errorKinds()
+    fun errorKinds(): List<String> {
+        NativeLibrary.ensureLoaded()
+        return dev.baton.ffi.errorKinds()
+    }
 
     /** How many native objects (clients, handles, guards) are alive: a test hook for leaks. */
     @JvmStatic
-    fun liveNativeObjects(): Long = dev.baton.ffi.liveObjects()
+    fun liveNativeObjects(): Long {
+        NativeLibrary.ensureLoaded()
+        return dev.baton.ffi.liveObjects()
+    }
 }
 
 /**

@@ -54,7 +54,8 @@ internal fun java.time.Duration?.limit(): Double = this?.ms() ?: Double.POSITIVE
  * The core wakes a suspended call's continuation from one of its runtime threads, through a
  * JNA callback. Unless told otherwise JNA attaches that thread to the JVM for each callback
  * and detaches it afterwards; attached once and kept (as daemon threads, so they never
- * hold the JVM open) they cost nothing more per call. Done once, when [Baton] is first used.
+ * hold the JVM open) they cost nothing more per call. Done once, when the library is loaded
+ * ([NativeLibrary.ensureLoaded], on the first use of [Baton]).
  */
 internal fun keepCallbackThreadsAttached() {
     com.sun.jna.Native.setCallbackThreadInitializer(

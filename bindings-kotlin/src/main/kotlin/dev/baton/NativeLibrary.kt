@@ -77,10 +77,10 @@ internal object NativeLibrary {
             ?: if (resource(path)) "the jar's $path" else null
         val what = if (where != null && cause != null) {
             "baton's native library for this platform ($platform, as JNA names it) did not load from $where: " +
-                "${cause.message ?: cause}"
+                reason(cause)
         } else {
             "baton has no native library for this platform ($platform, as JNA names it): the jar dev.baton:baton " +
-                "has no resource $path" + (cause?.message?.let { ", and none was found elsewhere ($it)" } ?: "")
+                "has no resource $path" + (cause?.let { ", and none was found elsewhere (${reason(it)})" } ?: "")
         }
         val musl = if (platform.startsWith("linux-")) {
             " The linux-* libraries are glibc builds (glibc 2.17 or later); musl (e.g. Alpine) is not covered."
@@ -93,6 +93,13 @@ internal object NativeLibrary {
             " (or `scripts/package jvm` on this platform to install a jar with it inside;" +
             " `scripts/package jvm --target TRIPLE` cross-builds one)."
         return BatonException.Unsupported(message).also { e -> cause?.let { e.initCause(it) } }
+    }
+
+    /** JNA's words in [cause]'s chain (a later call's NoClassDefFoundError carries the first one's). */
+    private fun reason(cause: Throwable): String {
+        val chain = generateSequence(cause) { it.cause }.take(8).toList()
+        val link = chain.firstOrNull { it is UnsatisfiedLinkError }
+        return (link ?: chain.last()).message ?: cause.toString()
     }
 
     private fun resource(path: String): Boolean =

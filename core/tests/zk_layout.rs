@@ -317,12 +317,14 @@ async fn ttl_leases_beyond_fifty_session_timeouts_hold() {
     }
 }
 
-/// Names whose znode is one of another name's own nodes (issue #39, item 11): a contender
-/// (`V/lock-0000000000` parsed as a contender of `V` and held it for 27–52 s after its
-/// release), a semaphore's `leases`, a latch's `latch`, or a path under one of them, are
-/// refused with `InvalidArgument` by every primitive, and `V` is free right after its release.
+/// Names whose znode would be one of another name's own nodes (issue #39, item 11). A
+/// contender (`V/lock-0000000000` parsed as a contender of `V` and held it for 27–52 s
+/// after its release), or a path under one, is refused with `InvalidArgument` by every
+/// primitive, and `V` is free right after its release. A semaphore's `leases` or a latch's
+/// `latch`, or a path under one, is a usable name in the escaped form (one segment under
+/// `/%`): it neither disturbs `V`'s semaphore or latch nor is disturbed by them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn names_of_the_layouts_own_nodes_are_refused() {
+async fn names_of_the_layouts_own_nodes_are_refused_or_escaped() {
     let (c, other) = (Client::connect(&url()).await.unwrap(), Client::connect(&url()).await.unwrap());
     let v = unique("zk-collide");
     let g = c.lock(&v).acquire().await.unwrap();
@@ -334,10 +336,7 @@ async fn names_of_the_layouts_own_nodes_are_refused() {
         format!("{v}/__WRIT__0000000004"),
         format!("{v}/block-0000000005"),
         format!("{v}/lock-0000000000/deeper"),
-        format!("{v}/leases"),
-        format!("{v}/leases/_c_{id}-lease-0000000001"),
-        format!("{v}/latch"),
-        format!("{v}/latch/x"),
+        format!("{v}/latch/lock-0000000006"),
     ];
     for n in &names {
         let refused = |what: &str, e: baton::Error| {
@@ -360,6 +359,37 @@ async fn names_of_the_layouts_own_nodes_are_refused() {
     g.release().await.unwrap();
     let again = other.lock(&v).try_acquire().await.unwrap().expect("V free right after its release");
     again.release().await.unwrap();
+
+    // `V/leases`, `V/latch`, and names under them, beside V's own semaphore and latch.
+    let s = unique("zk-own-children");
+    let permit = c.semaphore(&s, 1).try_acquire().await.unwrap().expect("a fresh semaphore has a permit");
+    let latch = c.count_down_latch(&s);
+    assert!(latch.try_set_count(2).await.unwrap());
+    let z = raw().await;
+    for n in [
+        format!("{s}/leases"),
+        format!("{s}/latch"),
+        format!("{s}/leases/_c_{id}-lease-0000000001"),
+        format!("{s}/latch/x"),
+    ] {
+        let h = c.lock(&n).try_acquire().await.unwrap().unwrap_or_else(|| panic!("{n} free"));
+        assert!(other.lock(&n).try_acquire().await.unwrap().is_none(), "{n}: held is busy");
+        h.release().await.unwrap();
+        let sem = c.semaphore(&n, 3).try_acquire().await.unwrap().unwrap_or_else(|| panic!("{n}: semaphore"));
+        sem.release().await.unwrap();
+        let l = c.count_down_latch(&n);
+        assert!(l.try_set_count(1).await.unwrap(), "{n}: latch");
+        assert_eq!(l.count().await.unwrap(), 1);
+        // V's own nodes hold only V's records.
+        assert_eq!(latch.count().await.unwrap(), 2, "{n} changed the latch of {s}");
+        assert!(other.semaphore(&s, 1).try_acquire().await.unwrap().is_none(), "{n} freed a permit of {s}");
+        let kids = z.list_children(&format!("/{s}/leases")).await.unwrap();
+        assert_eq!(kids.len(), 1, "{n} wrote under {s}'s leases: {kids:?}");
+        l.count_down().await.unwrap();
+    }
+    permit.release().await.unwrap();
+    latch.count_down().await.unwrap();
+    latch.count_down().await.unwrap();
 }
 
 /// How many waiters `name`'s queue shows.

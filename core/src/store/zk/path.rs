@@ -47,6 +47,11 @@ pub(crate) fn of_name(name: &str) -> String {
     if !name.starts_with('%') && check(&p).is_ok() {
         return p;
     }
+    escaped(name)
+}
+
+/// The escaped znode of a name: one segment under `/%`, which no direct name reaches.
+fn escaped(name: &str) -> String {
     let mut out = String::from("/%/");
     for b in name.bytes() {
         if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
@@ -62,33 +67,34 @@ pub(crate) fn of_name(name: &str) -> String {
 /// semaphore's leases and a latch's count (`leases.rs`, `latch.rs`).
 const OWN_CHILDREN: [&str; 2] = ["leases", "latch"];
 
-/// The znode of `name` (`of_name`), refused when it is, or lies under, a node of another
-/// name's layout: a contender node (its last segment parses as one: `V/lock-0000000000`
+/// The znode of `name` (`of_name`), where no other name's layout has a node. A name with
+/// a segment (after the first) that parses as a contender node is refused: `V/lock-0000000000`
 /// would be a contender of `V`'s queue, and so would any name under it, as its parent is
-/// made on the way), a semaphore's `leases` or a latch's `latch` (a name there would write
-/// that primitive's token record or count, or make its node a container that ZooKeeper
-/// deletes once empty). The first segment is a child of the root, which is no name's node;
-/// escaped names are one segment under `/%`, which no direct name reaches.
+/// made on the way. A name with a segment `leases` or `latch` (a semaphore's leases, a
+/// latch's count: a name there would write that primitive's token record or count, or make
+/// its node a container that ZooKeeper deletes once empty) takes the escaped form instead,
+/// one segment under `/%`, so that such plain names (`jobs/latch`) stay usable. The first
+/// segment is a child of the root, which is no name's node.
 pub(crate) fn of_own_name(name: &str) -> Result<String> {
     let p = of_name(name);
     if p.starts_with("/%/") {
         return Ok(p);
     }
-    // A lease node (`lease-<seq>`) is a contender only under `leases`, refused already.
+    // A lease node (`lease-<seq>`) is a contender only under `leases`, escaped already.
     let kinds = [Kind::Lock, Kind::Read, Kind::Write];
+    let mut own_child = false;
     for seg in p.split('/').skip(2) {
-        let why = if OWN_CHILDREN.contains(&seg) {
-            format!("`{seg}` is the node of the semaphore's leases or the latch's count of the name before it")
+        if OWN_CHILDREN.contains(&seg) {
+            own_child = true;
         } else if let Some(n) = parse(seg, &kinds) {
-            format!("`{seg}` reads as a contender node (`{}<sequence>`) of the name before it", n.kind.lock_name())
-        } else {
-            continue;
-        };
-        return Err(Error::invalid_argument(format!(
-            "name `{name}` collides with ZooKeeper's lock layout: {why} (docs/zookeeper-layout.md); choose another name"
-        )));
+            return Err(Error::invalid_argument(format!(
+                "name `{name}` collides with ZooKeeper's lock layout: `{seg}` reads as a contender node \
+                 (`{}<sequence>`) of the name before it (docs/zookeeper-layout.md); choose another name",
+                n.kind.lock_name()
+            )));
+        }
     }
-    Ok(p)
+    Ok(if own_child { escaped(name) } else { p })
 }
 
 /// What a contender node is, by the lock name Curator gives it.
@@ -199,9 +205,7 @@ mod tests {
             format!("v/_c_{id}-lock-0000000012"),
             "v/__READ__0000000001".to_owned(),
             "v/w/__WRIT__0000000001/x".to_owned(),
-            "v/leases".to_owned(),
-            "v/latch/x".to_owned(),
-            "v/leases/lease-0000000001".to_owned(),
+            "v/latch/lock-0000000001".to_owned(),
         ] {
             let e = of_own_name(&bad).unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{bad}");
@@ -218,6 +222,11 @@ mod tests {
             "v/release-2024010100",
         ] {
             assert_eq!(of_own_name(good).unwrap(), of_name(good), "{good}");
+        }
+        // Under another name's own nodes: escaped, one segment under `/%`.
+        for own in ["v/leases", "v/latch/x", "v/leases/lease-0000000001", "jobs/latch"] {
+            let p = of_own_name(own).unwrap();
+            assert!(p.starts_with("/%/") && p.matches('/').count() == 2, "{own}: {p}");
         }
     }
 

@@ -20,30 +20,13 @@ mod sql;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 
 pub use self::sql::fenced_update;
 use crate::FencingToken;
 use crate::engine::Ctx;
 use crate::error::{Error, Result};
 use crate::key::Family;
-
-/// What a store does for [`Fence`]. `key` is the full store key (prefix included).
-#[async_trait]
-pub(crate) trait FenceOps: Send + Sync {
-    /// Writes `value` under `key` unless a token above `token` was written there;
-    /// `true` when written.
-    async fn write(&self, key: &str, value: &str, token: u64) -> Result<bool>;
-
-    /// The value and the token of its last write.
-    async fn read(&self, key: &str) -> Result<Option<(String, u64)>>;
-
-    /// Runs `statement` (already fenced by [`fenced_update`]); the rows it changed.
-    async fn execute(&self, statement: &str) -> Result<u64> {
-        let _ = statement;
-        Err(Error::unsupported("fenced SQL statements need a SQL store (sqlite://, postgres://, mysql://)"))
-    }
-}
+use crate::store::FenceOps;
 
 /// A value written through a [`Fence`], with the token of the write that put it there.
 #[derive(Debug, Clone, PartialEq, Eq)]

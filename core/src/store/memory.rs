@@ -13,9 +13,9 @@ use tokio::sync::watch;
 use super::stateful::{Op, StateStore};
 use super::{Subscription, WatchSub};
 use crate::error::{Error, Result};
-use crate::fence::FenceOps;
 use crate::key::Key;
 use crate::state::KeyState;
+use crate::store::FenceOps;
 use crate::url::StoreUrl;
 
 #[derive(Debug, Default)]

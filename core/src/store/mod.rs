@@ -3,6 +3,7 @@
 
 #[cfg(any(feature = "etcd", feature = "etcd-http"))]
 mod etcd;
+mod fence;
 pub(crate) mod memory;
 pub(crate) mod open;
 #[cfg(feature = "redis")]
@@ -18,6 +19,8 @@ mod stateful;
 mod wakes;
 #[cfg(feature = "zookeeper")]
 mod zk;
+
+pub(crate) use self::fence::FenceOps;
 
 use std::fmt;
 use std::time::Duration;
@@ -169,7 +172,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// The store's fenced writes (`Client::fence`), where it can compare and write in one
     /// atomic step.
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         None
     }
 

@@ -36,7 +36,7 @@ pub(crate) trait StateStore: Send + Sync + std::fmt::Debug + 'static {
     async fn close(&self) {}
 
     /// The store's fenced writes, where it has them.
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         None
     }
 }
@@ -72,7 +72,7 @@ impl<S: StateStore> Store for S {
         StateStore::subscribe(self, key).await
     }
 
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         StateStore::fence(self)
     }
 

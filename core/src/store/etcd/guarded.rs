@@ -9,7 +9,7 @@ use super::Etcd;
 use super::keyed::{RACES, raced};
 use super::transport::{Compare, Range, Txn, TxnOp};
 use crate::error::Result;
-use crate::fence::FenceOps;
+use crate::store::FenceOps;
 
 fn fence_key(key: &str) -> Vec<u8> {
     let mut k = key.as_bytes().to_vec();

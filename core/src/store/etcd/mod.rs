@@ -280,7 +280,7 @@ impl Store for Etcd {
         self.t.close().await;
     }
 
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         Some(self)
     }
 }

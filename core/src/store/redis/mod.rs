@@ -279,7 +279,7 @@ impl Store for Redis {
         self.conn.close();
     }
 
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         Some(self)
     }
 }

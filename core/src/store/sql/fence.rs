@@ -47,7 +47,7 @@ macro_rules! sql_fence {
         }
 
         #[async_trait::async_trait]
-        impl crate::fence::FenceOps for $store {
+        impl crate::store::FenceOps for $store {
             async fn write(&self, key: &str, value: &str, token: u64) -> crate::error::Result<bool> {
                 let token = i64::try_from(token).map_err(|_| {
                     crate::error::Error::invalid_argument(format!("token {token} does not fit a SQL BIGINT"))

@@ -293,7 +293,7 @@ impl StateStore for Mysql {
         self.db.pool.close().await;
     }
 
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         Some(self)
     }
 }

@@ -174,7 +174,7 @@ impl StateStore for Postgres {
         self.pool.close().await;
     }
 
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         Some(self)
     }
 }

@@ -363,7 +363,7 @@ impl StateStore for Sqlite {
         self.db.pool.close().await;
     }
 
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         Some(self)
     }
 }

@@ -10,7 +10,7 @@ use zookeeper_client as zk;
 use super::Zk;
 use super::path;
 use crate::error::{Error, Result};
-use crate::fence::FenceOps;
+use crate::store::FenceOps;
 
 /// Attempts of one write that lost a race before giving up.
 const RACES: usize = 32;

@@ -282,7 +282,7 @@ impl Store for Zk {
         Some(self)
     }
 
-    fn fence(&self) -> Option<&dyn crate::fence::FenceOps> {
+    fn fence(&self) -> Option<&dyn crate::store::FenceOps> {
         Some(self)
     }
 

@@ -8,7 +8,7 @@ use redis::Value;
 use super::super::Redis;
 use super::Lua;
 use crate::error::Result;
-use crate::fence::FenceOps;
+use crate::store::FenceOps;
 
 /// KEYS: the resource. ARGV: token, value.
 pub(crate) static WRITE: Lua = lua!("guarded_write");

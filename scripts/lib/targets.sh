@@ -122,7 +122,7 @@ cargo_zigbuild() {
     local min; min=$(target_field "$triple" macos_min)
     local -a env=()
     [[ -n $min ]] && env=(MACOSX_DEPLOYMENT_TARGET="$min")
-    env "${env[@]}" cargo zigbuild "$@" --target "$(target_field "$triple" zig)"
+    env "${env[@]}" timeout "${BATON_BUILD_TIMEOUT:-3600}" cargo zigbuild "$@" --target "$(target_field "$triple" zig)"
 }
 
 cargo_target_dir() {

@@ -26,7 +26,7 @@ cli_build() {
     local triple=$1 t0=$SECONDS dir bin
     ensure_cross_toolchain "$triple"
     log "   cargo zigbuild -p baton-cli --release --target $(target_field "$triple" zig)"
-    timeout 3600 cargo_zigbuild "$triple" build -p baton-cli --bin baton --release --locked >&2 \
+    cargo_zigbuild "$triple" -p baton-cli --bin baton --release --locked >&2 \
         || die "cargo zigbuild for $triple failed"
     dir=$(cargo_target_dir)
     bin="$dir/$triple/release/baton$(target_field "$triple" exe)"

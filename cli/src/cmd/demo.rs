@@ -5,7 +5,10 @@
 //! last round shows a buyer paused past its lease being refused by the store.
 
 use std::io::BufRead;
+#[cfg(unix)]
 use std::os::unix::fs::FileExt;
+#[cfg(windows)]
+use std::os::windows::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -434,5 +437,17 @@ fn read_stock(path: &Path) -> Result<i64, Failure> {
 fn write_stock(path: &Path, stock: i64) -> Result<(), Failure> {
     let file = std::fs::OpenOptions::new().create(true).write(true).truncate(false).open(path);
     let file = file.map_err(|e| io_failure(path, &e))?;
-    file.write_all_at(format!("{stock:>20}\n").as_bytes(), 0).map_err(|e| io_failure(path, &e))
+    let line = format!("{stock:>20}\n");
+    #[cfg(unix)]
+    let written = file.write_all_at(line.as_bytes(), 0);
+    // One positioned write of 21 bytes (Windows has no write_all_at).
+    #[cfg(windows)]
+    let written = file.seek_write(line.as_bytes(), 0).and_then(|n| {
+        if n == line.len() {
+            Ok(())
+        } else {
+            Err(std::io::Error::other(format!("short write: {n} of {} bytes", line.len())))
+        }
+    });
+    written.map_err(|e| io_failure(path, &e))
 }

@@ -54,14 +54,14 @@ const STOPPED: i32 = 4;
 const CONTINUED: i32 = 5;
 
 /// What the reaper reports about the command after its start.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) enum Event {
     /// Stopped by this signal (SIGTSTP, SIGSTOP, SIGTTIN, SIGTTOU).
     Stopped(i32),
     /// Continued after a stop.
     Continued,
-    /// Ended: the raw wait status.
-    Exited(i32),
+    /// Ended.
+    Exited(std::process::ExitStatus),
     /// The reaper is gone without saying how the command ended.
     ReaperGone,
 }
@@ -240,7 +240,7 @@ impl Group {
         let reader = std::thread::Builder::new().name("baton-reaper-reports".into()).spawn(move || {
             loop {
                 let event = match read_record(status) {
-                    Some([EXITED, st]) => Event::Exited(st),
+                    Some([EXITED, st]) => Event::Exited(std::os::unix::process::ExitStatusExt::from_raw(st)),
                     Some([STOPPED, sig]) => Event::Stopped(sig),
                     Some([CONTINUED, _]) => Event::Continued,
                     Some(_) => continue,
@@ -340,6 +340,11 @@ impl Group {
                 libc::kill(p, sig);
             }
         }
+    }
+
+    /// A signal baton received, for the command's whole tree: as [`Group::signal`].
+    pub(crate) fn forward(&self, sig: libc::c_int) {
+        self.signal(sig);
     }
 
     /// Kills the whole tree now (the reaper does it, and ends): what the command's

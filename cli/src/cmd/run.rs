@@ -1,12 +1,14 @@
 //! `baton run NAME -- CMD…`: run a command while holding a lock.
 
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use baton::{Client, ErrorKind, LockGuard, LockOptions};
 use serde::Serialize;
+#[cfg(unix)]
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -47,6 +49,10 @@ use crate::url::StoreChoice;
 /// tree with SIGKILL, releases the lock and exits 76, so a stopped CMD never holds the lock
 /// for ever and never runs again unprotected. A signal forwarded while CMD is stopped is
 /// followed by SIGCONT, so that CMD can act on it.
+///
+/// That is Linux. On macOS CMD's own process group is what is signalled and killed, and a
+/// stop is not noticed; on Windows CMD is terminated where --signal would be sent, with no
+/// grace, and the processes it starts are not tracked (docs/platforms.md).
 #[derive(clap::Args, Debug)]
 #[command(after_help = exit::HELP)]
 pub(crate) struct Args {
@@ -222,7 +228,7 @@ async fn hold_and_run(
             waited_ms: output::millis(waited),
             held_ms: output::millis(held),
             command_code: status.code(),
-            command_signal: status.signal(),
+            command_signal: exit_signal(status),
             lost,
             exit_code: match &outcome {
                 Ok(c) => *c,
@@ -262,13 +268,13 @@ struct Stop {
 
 /// The signals --signal accepts, by name.
 const STOP_SIGNALS: [(&str, i32); 7] = [
-    ("TERM", libc::SIGTERM),
-    ("INT", libc::SIGINT),
-    ("HUP", libc::SIGHUP),
-    ("QUIT", libc::SIGQUIT),
-    ("USR1", libc::SIGUSR1),
-    ("USR2", libc::SIGUSR2),
-    ("KILL", libc::SIGKILL),
+    ("TERM", sig::SIGTERM),
+    ("INT", sig::SIGINT),
+    ("HUP", sig::SIGHUP),
+    ("QUIT", sig::SIGQUIT),
+    ("USR1", sig::SIGUSR1),
+    ("USR2", sig::SIGUSR2),
+    ("KILL", sig::SIGKILL),
 ];
 
 /// `TERM`, `sigterm`, `SIGTERM` or `15`.
@@ -295,7 +301,7 @@ enum Ending {
 /// The grace actually given: none for SIGKILL, and at most half the lease, so that a short
 /// lease still leaves the command time to run.
 fn effective_grace(stop: Stop, lease: Duration) -> Duration {
-    if stop.signal == libc::SIGKILL { Duration::ZERO } else { stop.grace.min(lease / 2) }
+    if stop.signal == sig::SIGKILL { Duration::ZERO } else { stop.grace.min(lease / 2) }
 }
 
 /// Waits for the command; forwards signals; stops it before the lease's local end (see
@@ -332,7 +338,7 @@ async fn supervise(
         }
         tokio::select! {
             event = events.recv() => match event {
-                Some(Event::Exited(raw)) => return (Ok(ExitStatus::from_raw(raw)), ending),
+                Some(Event::Exited(status)) => return (Ok(status), ending),
                 Some(Event::Stopped(sig)) => {
                     if stopped_since.is_none() {
                         stopped_since = Some(Instant::now());
@@ -359,16 +365,16 @@ async fn supervise(
                     say!(
                         "baton: the lease on `{name}` (token {token}) was lost; sending {} to the command{}",
                         sig_name(stop.signal),
-                        if stop.signal == libc::SIGKILL { String::new() } else { format!(" (SIGKILL in {})", human(kill_in)) }
+                        if stop.signal == sig::SIGKILL { String::new() } else { format!(" (SIGKILL in {})", human(kill_in)) }
                     );
-                    if stop.signal == libc::SIGKILL {
+                    if stop.signal == sig::SIGKILL {
                         group.kill_all();
                         killed = true;
                     } else {
                         group.signal(stop.signal);
                         signalled = Some(Instant::now());
                         if stopped_since.is_some() {
-                            group.signal(libc::SIGCONT);
+                            group.signal(sig::SIGCONT);
                         }
                     }
                 }
@@ -386,7 +392,7 @@ async fn supervise(
                 match signalled {
                     None if now + grace >= end => {
                         ending.get_or_insert(Ending::Expiring);
-                        if stop.signal == libc::SIGKILL {
+                        if stop.signal == sig::SIGKILL {
                             say!("baton: the lease on `{name}` (token {token}) ends now; sending SIGKILL to the command");
                             group.kill_all();
                             killed = true;
@@ -408,10 +414,10 @@ async fn supervise(
                 }
             }
             sig = signals.recv() => {
-                group.signal(sig);
+                group.forward(sig);
                 if stopped_since.is_some() {
                     // A stopped command cannot act on it; it runs under a live lease.
-                    group.signal(libc::SIGCONT);
+                    group.signal(sig::SIGCONT);
                 }
             }
         }
@@ -420,7 +426,7 @@ async fn supervise(
 
 /// The shell's convention: the exit code, or 128+N for a death by signal N.
 fn status_code(status: ExitStatus) -> u8 {
-    match (status.code(), status.signal()) {
+    match (status.code(), exit_signal(status)) {
         (Some(c), _) => (c & 0xff) as u8,
         (None, Some(s)) => 128u8.saturating_add(s as u8),
         (None, None) => exit::SOFTWARE,
@@ -428,7 +434,7 @@ fn status_code(status: ExitStatus) -> u8 {
 }
 
 fn describe(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
+    match (status.code(), exit_signal(status)) {
         (Some(c), _) => format!("exit code {c}"),
         (None, Some(s)) => format!("killed by {}", sig_name(s)),
         _ => status.to_string(),
@@ -437,12 +443,12 @@ fn describe(status: ExitStatus) -> String {
 
 fn sig_name(sig: i32) -> String {
     const OTHERS: [(&str, i32); 6] = [
-        ("ALRM", libc::SIGALRM),
-        ("STOP", libc::SIGSTOP),
-        ("TSTP", libc::SIGTSTP),
-        ("TTIN", libc::SIGTTIN),
-        ("TTOU", libc::SIGTTOU),
-        ("PIPE", libc::SIGPIPE),
+        ("ALRM", sig::SIGALRM),
+        ("STOP", sig::SIGSTOP),
+        ("TSTP", sig::SIGTSTP),
+        ("TTIN", sig::SIGTTIN),
+        ("TTOU", sig::SIGTTOU),
+        ("PIPE", sig::SIGPIPE),
     ];
     match STOP_SIGNALS.iter().chain(OTHERS.iter()).find(|(_, num)| *num == sig) {
         Some((name, _)) => format!("SIG{name}"),
@@ -450,15 +456,58 @@ fn sig_name(sig: i32) -> String {
     }
 }
 
+/// The signal that ended the command (Unix; Windows has none).
+#[cfg(unix)]
+fn exit_signal(status: ExitStatus) -> Option<i32> {
+    status.signal()
+}
+
+#[cfg(not(unix))]
+fn exit_signal(_: ExitStatus) -> Option<i32> {
+    None
+}
+
+/// Signal numbers: the platform's own on Unix; on Windows, which has none to send, the
+/// Linux numbers, as names for --signal and for exit codes 128+N.
+pub(super) mod sig {
+    #[cfg(unix)]
+    pub(crate) use libc::{
+        SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGKILL, SIGPIPE, SIGQUIT, SIGSTOP, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU,
+        SIGUSR1, SIGUSR2,
+    };
+    #[cfg(not(unix))]
+    mod numbers {
+        pub(crate) const SIGHUP: i32 = 1;
+        pub(crate) const SIGINT: i32 = 2;
+        pub(crate) const SIGQUIT: i32 = 3;
+        pub(crate) const SIGKILL: i32 = 9;
+        pub(crate) const SIGUSR1: i32 = 10;
+        pub(crate) const SIGUSR2: i32 = 12;
+        pub(crate) const SIGPIPE: i32 = 13;
+        pub(crate) const SIGALRM: i32 = 14;
+        pub(crate) const SIGTERM: i32 = 15;
+        pub(crate) const SIGCONT: i32 = 18;
+        pub(crate) const SIGSTOP: i32 = 19;
+        pub(crate) const SIGTSTP: i32 = 20;
+        pub(crate) const SIGTTIN: i32 = 21;
+        pub(crate) const SIGTTOU: i32 = 22;
+    }
+    #[cfg(not(unix))]
+    pub(crate) use numbers::*;
+}
+
 /// The signals baton forwards to its command (and that end a wait for the lock).
+#[cfg(unix)]
 struct Signals {
     streams: Vec<(i32, Signal)>,
 }
 
 /// Every signal whose default action would end baton without a release.
+#[cfg(unix)]
 const FORWARDED: [i32; 7] =
-    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM];
+    [sig::SIGINT, sig::SIGTERM, sig::SIGHUP, sig::SIGQUIT, sig::SIGUSR1, sig::SIGUSR2, sig::SIGALRM];
 
+#[cfg(unix)]
 impl Signals {
     fn new() -> Result<Signals, Failure> {
         let mut streams = Vec::new();
@@ -481,5 +530,32 @@ impl Signals {
             std::task::Poll::Pending
         })
         .await
+    }
+}
+
+/// Windows: Ctrl-C and Ctrl-Break (as SIGINT and SIGTERM), which end a wait for the lock;
+/// the console gives them to the command too, so they are not forwarded (group_portable.rs).
+#[cfg(windows)]
+struct Signals {
+    ctrl_c: tokio::signal::windows::CtrlC,
+    ctrl_break: tokio::signal::windows::CtrlBreak,
+}
+
+#[cfg(windows)]
+impl Signals {
+    fn new() -> Result<Signals, Failure> {
+        let fail = |e: std::io::Error| Failure::new(exit::SOFTWARE, format!("cannot install a console handler: {e}"));
+        Ok(Signals {
+            ctrl_c: tokio::signal::windows::ctrl_c().map_err(fail)?,
+            ctrl_break: tokio::signal::windows::ctrl_break().map_err(fail)?,
+        })
+    }
+
+    /// The next Ctrl-C (SIGINT) or Ctrl-Break (SIGTERM).
+    async fn recv(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.ctrl_c.recv() => sig::SIGINT,
+            _ = self.ctrl_break.recv() => sig::SIGTERM,
+        }
     }
 }

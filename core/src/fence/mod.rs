@@ -20,7 +20,6 @@ mod sql;
 
 use std::sync::Arc;
 
-
 pub use self::sql::fenced_update;
 use crate::FencingToken;
 use crate::engine::Ctx;

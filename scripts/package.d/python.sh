@@ -49,7 +49,7 @@ package_python() {
     read -ra targets <<<"${PACKAGE_TARGETS:-$host}"
     rm -f "$DIST"/baton_lock-*.whl
     for triple in "${targets[@]}"; do
-        local t0=$SECONDS out="$ROOT/target/py-wheels/$triple"
+        local t0=$SECONDS out="$ROOT/target/py-wheels/$BATON_PACKAGE_BUILD/$triple"
         rm -rf "$out"
         # maturin picks the abi3 tag from pyo3's `abi3-py39` feature (bindings-python/Cargo.toml).
         local -a build=(--release) link=()
@@ -72,6 +72,7 @@ package_python() {
             || die "maturin build for $triple failed"
         local whl
         whl=$(ls "$out"/baton_lock-*-cp39-abi3-*.whl 2>/dev/null) || die "maturin left no baton_lock-*-cp39-abi3 wheel in $out"
+        [[ $whl != *$'\n'* ]] || die "more than one wheel in $out: $whl"
         if [[ $BATON_PACKAGE_BUILD == test && $triple == "$host" ]]; then
             log "   test build: tagged for this machine, not audited (the release build is: scripts/package python)"
         else

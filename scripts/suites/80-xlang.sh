@@ -35,19 +35,22 @@ xlang_python() {   # a fresh venv: the wheel (no Rust on PATH) and redis-py
         "$1/bin/python" -c "import baton, redis; print(\"python: baton\", baton.__file__)"' _ "$venv" "$whl"
 }
 
-xlang_node() {   # an empty npm project: the tarball (no Rust on PATH), node-redlock, ioredis
-    local dir=$XLANG_DIR/node np tgz
+xlang_node() {   # an empty npm project: the tarballs (no Rust on PATH), node-redlock, ioredis
+    local dir=$XLANG_DIR/node np tgz addon
     np=$(no_rust_path)
-    tgz=$(ls "$ROOT"/target/dist/baton-lock-*.tgz) || return 1
+    # The main package and the host's platform package (@baton-lock/<platform>), as a
+    # registry install would fetch them.
+    tgz=$(ls "$ROOT"/target/dist/baton-lock-[0-9]*.tgz) || return 1
+    addon=$(ls "$ROOT"/target/dist/baton-lock-linux-x64-gnu-[0-9]*.tgz) || return 1
     rm -rf "$dir" && mkdir -p "$dir" || return 1
     cp "$ROOT"/tests/xlang/holders/node/*.{cjs,mjs} "$dir/"
     # shellcheck disable=SC2016
     (cd "$dir" && env PATH="$np" timeout 600 bash -c '
         ! command -v cargo && ! command -v rustc || { echo "cargo/rustc still on PATH" >&2; exit 1; }
         npm init -y >/dev/null &&
-        npm install --no-audit --no-fund "$1" redlock@5.0.0-beta.2 "ioredis@^5" >/dev/null &&
+        npm install --no-audit --no-fund "$1" "$2" redlock@5.0.0-beta.2 "ioredis@^5" >/dev/null &&
         node -e "require(\"baton-lock\"); console.log(\"node: baton-lock (CommonJS) ok\")" &&
-        node --input-type=module -e "await import(\"baton-lock\"); console.log(\"node: baton-lock (ESM) ok\")"' _ "$tgz")
+        node --input-type=module -e "await import(\"baton-lock\"); console.log(\"node: baton-lock (ESM) ok\")"' _ "$tgz" "$addon")
 }
 
 # The JVM holders, each compiled with History.java against its own classpath: Redisson

@@ -4,9 +4,10 @@
 
 suite_lint() {
     ensure_toolchain
-    # scripts/bench-peers' report (summary, SVG plots) on a recorded sample: a second or two.
     command -v python3 >/dev/null || ensure_apt_packages python3
     step "python unittest scripts/lib" 2m python3 -m unittest discover -s "$ROOT/scripts/lib" -p 'test_*.py'
+    # The peer benchmark's report (summary, SVG plots) on a recorded sample: a second or two.
+    step "python unittest benches/peers/lib" 2m python3 -m unittest discover -s "$ROOT/benches/peers/lib" -p 'test_*.py'
     step "cargo fmt --check" 5m cargo fmt --all -- --check
     # The bindings' test builds compile only their own crates on the rust suite's build
     # (scripts/test, "one build"): their dependency features must be that build's.

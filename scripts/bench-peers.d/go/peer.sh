@@ -1,7 +1,0 @@
-# shellcheck shell=bash
-# What the Go peers (redsync, etcd clientv3) share: one program, scripts/bench-peers.d/go.
-peer_pkgs() { command -v go >/dev/null || echo golang-go; }
-peer_build() { (cd "$BP_ROOT/scripts/bench-peers.d/go" && go build -o "$BP_OUT/peers-go" .); }
-peer_go_run() {   # PEER ENDPOINTS SECONDS ITERATIONS HANDOFF_MAX
-    "$BP_OUT/peers-go" -peer "$1" -endpoints "$2" -d "${3}s" -n "$4" -handoff-max "$5"
-}

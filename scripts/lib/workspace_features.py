@@ -1,6 +1,6 @@
 """Checks that each binding, built with its `workspace-features` feature, asks cargo for
 dependency units the workspace's test build already compiled (see
-tests/workspace-features/Cargo.toml). A unit is a package built with a set of features,
+tests/workspace-hack/Cargo.toml). A unit is a package built with a set of features,
 either for the target or for the build machine (proc macros, build scripts and what they
 use). When the test build has a package's unit of one kind, the binding's unit of that kind
 must be one of them, or the binding's suite compiles that package, and every package above
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
             print(f"{p}: {d}")
             bad += 1
     if bad:
-        print("add these features to tests/workspace-features/Cargo.toml", file=sys.stderr)
+        print("add these features to tests/workspace-hack/Cargo.toml", file=sys.stderr)
     return 1 if bad else 0
 
 

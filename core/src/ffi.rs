@@ -23,6 +23,6 @@ pub use crate::store::{DrivenLink, drive_here};
 /// # Errors
 /// `Connection` when the second connection cannot be opened.
 #[cfg(feature = "driven-link")]
-pub async fn driven_link(client: &crate::Client) -> crate::Result<Option<DrivenLink>> {
+pub async fn driven_link(client: &crate::client::Client) -> crate::error::Result<Option<DrivenLink>> {
     client.store().driven_link().await
 }

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::FencingToken;
 use crate::key::Key;
 use crate::state::KeyState;
+use crate::token::FencingToken;
 
 /// A snapshot of one name on a store: who holds it, who waits, the last token.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -41,7 +41,7 @@ fn prefix(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     #[test]
     fn accepts_and_rejects() {

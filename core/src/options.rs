@@ -99,7 +99,7 @@ impl LockOptions {
         let lease = crate::duration::validate_lease("lease", self.lease.unwrap_or(lease))?;
         let renew = validate("renewal period", self.renew.unwrap_or(renew.min(lease / 3)))?;
         if renew >= lease {
-            return Err(crate::Error::invalid_argument(format!(
+            return Err(crate::error::Error::invalid_argument(format!(
                 "renewal period {renew:?} must be shorter than the lease {lease:?}"
             )));
         }

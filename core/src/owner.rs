@@ -26,6 +26,7 @@ impl ClientId {
 }
 
 /// Checks a caller-given owner id (same limits as names).
-pub(crate) fn validate_owner(owner: &str) -> crate::Result<()> {
-    crate::name::validate(owner).map_err(|e| crate::Error::invalid_argument(format!("owner id: {}", e.message())))
+pub(crate) fn validate_owner(owner: &str) -> crate::error::Result<()> {
+    crate::name::validate(owner)
+        .map_err(|e| crate::error::Error::invalid_argument(format!("owner id: {}", e.message())))
 }

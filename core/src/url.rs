@@ -380,7 +380,7 @@ mod tests {
         assert_eq!(u.to_string(), "redis+sentinel://h:26379/m?sentinel_password=***&prefix=p");
         assert_eq!(u.option("sentinel_password"), Some("hunter2"));
         let e = StoreUrl::parse("not a url with :hunter2@").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidUrl);
+        assert_eq!(e.kind(), crate::error::ErrorKind::InvalidUrl);
     }
 
     /// Issue #39 item 8: a raw password with both `/` and `@` (and `:`, `?`, `#`) is the
@@ -431,7 +431,7 @@ mod tests {
             ("zk://h:2181/a%FEb", "the path"),
         ] {
             let e = StoreUrl::parse(raw).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidUrl, "{raw}: {e}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidUrl, "{raw}: {e}");
             assert!(e.message().starts_with(part), "{raw}: {e}");
             assert!(!e.message().contains("hunter2"), "{raw}: {e}");
         }

@@ -3,8 +3,8 @@
 //! a row only while no later holder has written it (and records the token when it does).
 //! The table needs the column: `fence BIGINT NOT NULL DEFAULT 0`.
 
-use crate::FencingToken;
 use crate::error::{Error, Result};
+use crate::token::FencingToken;
 
 /// The fence column every guarded statement reads and writes.
 const COLUMN: &str = "fence";
@@ -108,7 +108,7 @@ fn top_level_words(sql: &str) -> Result<Vec<(usize, &str)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     fn f(s: &str) -> String {
         fenced_update(s, FencingToken::new(7)).unwrap()

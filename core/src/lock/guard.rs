@@ -12,7 +12,7 @@ use crate::error::Result;
 macro_rules! grant_methods {
     () => {
         /// The fencing token of this grant (the same for every re-entry of one hold).
-        pub fn token(&self) -> $crate::FencingToken {
+        pub fn token(&self) -> $crate::token::FencingToken {
             self.grant.token()
         }
 
@@ -39,8 +39,8 @@ macro_rules! grant_methods {
         }
 
         /// A cloneable handle on the lost signal, for passing to other tasks.
-        pub fn lost_signal(&self) -> $crate::LostSignal {
-            $crate::LostSignal::new(self.grant.lost_token().clone())
+        pub fn lost_signal(&self) -> $crate::lock::LostSignal {
+            $crate::lock::LostSignal::new(self.grant.lost_token().clone())
         }
 
         /// How long until this holder's local end of its lease (zero once it has passed):
@@ -59,7 +59,7 @@ macro_rules! grant_methods {
         /// # Errors
         /// `LockLost` if the lease was already gone, `InvalidArgument` for a zero or too long
         /// duration, `Closed`, `Connection`/`Backend` from the store.
-        pub async fn extend(&self, lease: std::time::Duration) -> $crate::Result<()> {
+        pub async fn extend(&self, lease: std::time::Duration) -> $crate::error::Result<()> {
             self.grant.extend(lease).await
         }
     };
@@ -97,7 +97,7 @@ impl LockGuard {
     /// # Errors
     /// `LockLost` if the lease was lost before the release (the lock may have been granted
     /// to someone else meanwhile: whatever this guard protected is suspect), `Closed` after
-    /// [`crate::Client::close`], `Connection`/`Backend` from the store.
+    /// [`crate::client::Client::close`], `Connection`/`Backend` from the store.
     ///
     /// # Cancel safety
     /// Not cancel-safe in the sense that a dropped release may or may not have reached the

@@ -5,8 +5,8 @@ use std::time::Duration;
 use crate::rt::Instant;
 
 use super::{Lock, LockGuard};
-use crate::FencingToken;
 use crate::error::{Error, Result};
+use crate::token::FencingToken;
 
 /// Several locks taken together (Redisson `RedissonMultiLock`): in a canonical order
 /// (store, then name) so that two multi-locks over the same names cannot deadlock, and
@@ -163,15 +163,15 @@ mod tests {
     /// make another store, and a client's prefix is part of the name.
     #[tokio::test]
     async fn canonical_order_ignores_url_options() {
-        let plain = crate::Client::connect("memory://order").await.unwrap();
-        let leased = crate::Client::connect("memory://order?lease=20s").await.unwrap();
+        let plain = crate::client::Client::connect("memory://order").await.unwrap();
+        let leased = crate::client::Client::connect("memory://order?lease=20s").await.unwrap();
         let names = |m: MultiLock| m.locks().iter().map(|l| l.name().to_owned()).collect::<Vec<_>>();
         assert_eq!(names(MultiLock::new([leased.lock("a"), plain.lock("b")])), ["a", "b"]);
         assert_eq!(names(MultiLock::new([plain.lock("a"), leased.lock("b")])), ["a", "b"]);
         assert_eq!(names(MultiLock::new([plain.lock("b"), leased.lock("a")])), ["a", "b"]);
         // The same name through both clients is one lock.
         assert_eq!(MultiLock::new([plain.lock("a"), leased.lock("a")]).locks().len(), 1);
-        let prefixed = crate::Client::connect("memory://order?prefix=z/").await.unwrap();
+        let prefixed = crate::client::Client::connect("memory://order?prefix=z/").await.unwrap();
         assert_eq!(names(MultiLock::new([prefixed.lock("a"), plain.lock("b")])), ["b", "a"]);
     }
 }

@@ -230,7 +230,8 @@ impl<T> Drop for AbortOnDrop<T> {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use crate::{Client, ErrorKind};
+    use crate::client::Client;
+    use crate::error::ErrorKind;
 
     /// `block_on` answers on the calling thread, turns a panic into `Backend`, and refuses
     /// (an error, not a panic) on a thread that runs a runtime.

@@ -256,7 +256,7 @@ mod tests {
         granted(acquire(&mut s, "parking", &p("a", 3), at(0)).unwrap());
         assert_eq!(s.held_size(), Some(3));
         let e = acquire(&mut s, "parking", &p("b", 5), at(0)).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument);
         assert!(e.message().contains("has 3 permits") && e.message().contains("asked for 5"), "{e}");
         // Re-entry by the holder is refused too, and a refusal changes nothing.
         assert!(acquire(&mut s, "parking", &p("a", 5), at(0)).is_err());

@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(p("etcd://").unwrap(), vec!["127.0.0.1:2379"]);
         assert_eq!(p("etcd://a:1,b,[::1]:3").unwrap(), vec!["a:1", "b:2379", "[::1]:3"]);
         for bad in ["etcd://a:0", "etcd://a:x", "etcd://[::1", "etcd://[::1]x", "etcd://:5"] {
-            assert_eq!(p(bad).unwrap_err().kind(), crate::ErrorKind::InvalidUrl, "{bad}");
+            assert_eq!(p(bad).unwrap_err().kind(), crate::error::ErrorKind::InvalidUrl, "{bad}");
         }
     }
 
@@ -198,6 +198,6 @@ mod tests {
         let e = EtcdConfig::from_url(&StoreUrl::parse("etcd://u:secret@a?scheme=nope").unwrap()).unwrap_err();
         assert!(!e.message().contains("secret"), "{e}");
         let e = EtcdConfig::from_url(&StoreUrl::parse("etcd://a/x").unwrap()).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidUrl);
+        assert_eq!(e.kind(), crate::error::ErrorKind::InvalidUrl);
     }
 }

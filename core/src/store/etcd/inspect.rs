@@ -6,10 +6,10 @@ use super::semaphore::SemKeys;
 use super::transport::Transport;
 use super::txnlock;
 use super::{keyed, v3lock};
-use crate::FencingToken;
 use crate::error::Result;
 use crate::inspect::{Holder, Inspection};
 use crate::key::Key;
+use crate::token::FencingToken;
 
 /// A lock of any scheme: `?scheme=txn`'s bare key or the lock queue's head (also what
 /// etcd's lock service writes) holds. Both are read, so that each scheme shows a holder

@@ -21,11 +21,11 @@ use async_trait::async_trait;
 use super::lock::{Local, Value, encode, secs};
 use super::session::Session;
 use super::transport::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, WatchStream};
-use crate::FencingToken;
 use crate::error::{Error, Result};
 use crate::inspect::Holder;
 use crate::state::{Attempt, Released};
 use crate::store::Subscription;
+use crate::token::FencingToken;
 
 /// How many times one step re-reads after losing a race before giving up.
 pub(crate) const RACES: usize = 64;

@@ -414,12 +414,12 @@ mod tests {
         assert_eq!((w.replicas, w.timeout), (1, Duration::from_millis(250)));
         for bad in ["0", "-1", "x", "1.5", "1001", ""] {
             let e = parse(&format!("redis://:secret@h?wait_replicas={bad}")).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{bad}: {e}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument, "{bad}: {e}");
             assert!(e.to_string().contains("wait_replicas") && !e.to_string().contains("secret"), "{e}");
         }
         for bad in ["0s", "-1s", "soon"] {
             let e = parse(&format!("redis://h?wait_replicas=1&wait_timeout={bad}")).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{bad}: {e}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument, "{bad}: {e}");
             assert!(e.to_string().contains("wait_timeout"), "{e}");
         }
         assert!(parse("redis://h?wait_timeout=1s").unwrap_err().to_string().contains("goes with `wait_replicas`"));

@@ -372,7 +372,7 @@ super::fence::sql_fence!(Sqlite, sqlx::Sqlite, super::fence::SQLITE, on_pooled, 
 
 #[cfg(test)]
 mod tests {
-    use crate::Client;
+    use crate::client::Client;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tokens_survive_reopen_and_clients_contend() {

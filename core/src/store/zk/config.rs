@@ -194,7 +194,10 @@ mod tests {
             "zks://h?cert=/etc/hostname",
         ] {
             let e = cfg(bad).err().unwrap_or_else(|| panic!("{bad} accepted"));
-            assert!(matches!(e.kind(), crate::ErrorKind::InvalidUrl | crate::ErrorKind::InvalidArgument), "{bad}: {e}");
+            assert!(
+                matches!(e.kind(), crate::error::ErrorKind::InvalidUrl | crate::error::ErrorKind::InvalidArgument),
+                "{bad}: {e}"
+            );
             assert!(!e.to_string().contains("pw"), "{e}");
         }
     }

@@ -40,13 +40,13 @@ use self::path::Kind;
 use self::queue::{Queue, blocked};
 use self::watch::{Target, ZkSub};
 use super::{Store, Subscription};
-use crate::FencingToken;
 use crate::engine::drift_margin;
 use crate::error::{Error, Result};
 use crate::inspect::{Holder, Inspection};
 use crate::key::{Family, Key};
 use crate::state::{Attempt, Mode, Released, Request};
 use crate::sync::Registry;
+use crate::token::FencingToken;
 use crate::url::StoreUrl;
 
 /// The ZooKeeper store of one client: one session.

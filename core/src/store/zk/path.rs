@@ -208,7 +208,7 @@ mod tests {
             "v/latch/lock-0000000001".to_owned(),
         ] {
             let e = of_own_name(&bad).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{bad}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument, "{bad}");
             assert!(e.to_string().contains(&bad), "{e}");
         }
         for good in [

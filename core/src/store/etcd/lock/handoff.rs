@@ -61,7 +61,7 @@ async fn move_key(t: Arc<dyn Transport>, s: Arc<Session>, txn: Txn, until: Insta
             Ok(Ok(r)) if r.succeeded => break Moved::Done(r.revision),
             // The key is gone (its lease ended, or it was deleted by hand).
             Ok(Ok(_)) => break Moved::Failed,
-            Ok(Err(e)) if e.kind() == crate::ErrorKind::Connection => {
+            Ok(Err(e)) if e.kind() == crate::error::ErrorKind::Connection => {
                 crate::rt::sleep_until(deadline.min(Instant::now() + Duration::from_millis(50))).await;
             }
             Ok(Err(e)) => {

@@ -219,7 +219,7 @@ where
                 }
                 return Ok(v);
             }
-            Err(e) if e.kind() == crate::ErrorKind::Connection => last = Some(e),
+            Err(e) if e.kind() == crate::error::ErrorKind::Connection => last = Some(e),
             Err(e) => return Err(e),
         }
     }

@@ -236,7 +236,8 @@ impl Conn {
     pub(crate) async fn listen(&self, channel: String, wake_one: bool) -> Result<Box<dyn Subscription>> {
         match self.hub.subscribe(channel.clone(), wake_one).await {
             Err(e)
-                if e.kind() == crate::ErrorKind::Connection && (self.rehome().await || self.follow_master().await) =>
+                if e.kind() == crate::error::ErrorKind::Connection
+                    && (self.rehome().await || self.follow_master().await) =>
             {
                 self.hub.subscribe(channel, wake_one).await
             }

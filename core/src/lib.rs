@@ -69,7 +69,8 @@ pub use semaphore::{Permit, PermitSemaphore, Semaphore};
 pub use token::FencingToken;
 pub use url::StoreUrl;
 
-/// README.md's Rust samples, compiled and run as doctests.
+/// The Rust samples of this crate's README and the repository's, run as doctests.
 #[cfg(doctest)]
+#[doc = include_str!("../README.md")]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;

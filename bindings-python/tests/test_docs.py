@@ -1,4 +1,4 @@
-"""The README's Python quick start runs, and every public name has a docstring."""
+"""The package README's quick start runs, and every public name has a docstring."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from pathlib import Path
 
 import baton
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+# The package's own README: what PyPI shows (pyproject.toml `readme`).
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def quick_start() -> str:
     text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Python quick start\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 1, "the Python quick start has one python block"
+    assert len(blocks) == 1, "the quick start has one python block"
     return str(blocks[0])
 
 

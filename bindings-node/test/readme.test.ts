@@ -1,5 +1,6 @@
-// README.md's "Node quick start": the ```js sample runs as written and the ```ts sample
-// type-checks and runs after tsc (its `await using` down-levelled for Node 20).
+// The package README's samples (what npm shows): the ```js quick start runs as written and
+// the ```ts sample of "`await using`" type-checks and runs after tsc (its `await using`
+// down-levelled for Node 20).
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -8,13 +9,13 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 const PACKAGE = join(__dirname, '..');
-const README = join(PACKAGE, '..', 'README.md');
+const README = join(PACKAGE, 'README.md');
 
-/** The fenced block of `lang` in the README's "## Node quick start" section. */
-function sample(lang: string): string {
+/** The first fenced block of `lang` in the README's section titled `heading`. */
+function sample(heading: string, lang: string): string {
   const text = readFileSync(README, 'utf8');
-  const start = text.indexOf('\n## Node quick start');
-  assert.ok(start >= 0, 'README.md has a "## Node quick start" section');
+  const start = text.indexOf(`\n## ${heading}\n`);
+  assert.ok(start >= 0, `README.md has a "## ${heading}" section`);
   const rest = text.slice(start + 1);
   const end = rest.indexOf('\n## ', 1);
   const section = end < 0 ? rest : rest.slice(0, end);
@@ -28,10 +29,10 @@ function run(file: string): string {
   return execFileSync(process.execPath, [file], { encoding: 'utf8', timeout: 60_000 });
 }
 
-describe('README Node quick start', () => {
+describe('README samples', () => {
   it('the JavaScript sample runs', { timeout: 90_000 }, () => {
     const file = join(PACKAGE, 'dist-test', 'readme-sample.mjs');
-    writeFileSync(file, sample('js'));
+    writeFileSync(file, sample('Quick start', 'js'));
     const out = run(file);
     assert.match(out, /held orders\/42 with token \d+/);
     assert.match(out, /busy: true/);
@@ -42,7 +43,7 @@ describe('README Node quick start', () => {
 
   it('the TypeScript sample type-checks and runs', { timeout: 120_000 }, () => {
     const src = join(PACKAGE, 'dist-test', 'readme-sample.mts');
-    writeFileSync(src, sample('ts'));
+    writeFileSync(src, sample('`await using`', 'ts'));
     const tsc = join(PACKAGE, 'node_modules', 'typescript', 'bin', 'tsc');
     const flags = ['--strict', '--target', 'ES2022', '--lib', 'ES2022,ESNext.Disposable'];
     execFileSync(process.execPath, [tsc, ...flags, '--module', 'node16', '--types', 'node', src], {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::LabLock;
+use crate::lab_lock::LabLock;
 use baton::FencingToken;
 use baton::{Client, LockGuard, LockOptions};
 use baton::{ErrorKind, Result};

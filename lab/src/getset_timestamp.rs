@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::clock::Clock;
+use crate::hooks::{Hooks, Point};
+use crate::lab_lock::LabLock;
 use crate::raw::Raw;
-use crate::{Clock, Hooks, LabLock, Point};
 use baton::FencingToken;
 use baton::Result;
 

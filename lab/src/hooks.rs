@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_jumped_clock_runs_ahead() {
-        let (c, real) = (crate::Clock::system(), crate::Clock::system());
+        let (c, real) = (crate::clock::Clock::system(), crate::clock::Clock::system());
         c.jump(60_000);
         let ahead = c.now_ms() - real.now_ms();
         assert!((59_000..=61_000).contains(&ahead), "{ahead}");

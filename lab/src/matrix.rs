@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::Scheme;
+use crate::scheme::Scheme;
 
 /// The columns: the three properties a distributed lock needs (mutual exclusion, no
 /// deadlock, fault tolerance), plus the two the better schemes add (owner checks, fencing

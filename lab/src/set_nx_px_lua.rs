@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::LabLock;
+use crate::lab_lock::LabLock;
 use crate::raw::Raw;
 use baton::FencingToken;
 use baton::Result;

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::hooks::{Hooks, Point};
+use crate::lab_lock::LabLock;
 use crate::raw::Raw;
-use crate::{Hooks, LabLock, Point};
 use baton::FencingToken;
 use baton::Result;
 

@@ -6,7 +6,7 @@
 use baton::StoreUrl;
 use baton::{Error, ErrorKind, Result};
 
-use crate::{Database, Scheme};
+use crate::scheme::{Database, Scheme};
 
 /// Every table the SQL schemes write under their default names (sql-schemes.md, and
 /// `baton_state` of baton's own design).

@@ -15,13 +15,17 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
+use crate::clock::Clock;
+use crate::fence::FencedResource;
+use crate::hooks::{Hooks, Point};
+use crate::lab_lock::LabLock;
 use crate::matrix::{Cell, Flaw, Matrix, Property, Row};
 use crate::raw::Raw;
+use crate::scheme::{Database, Scheme};
 use crate::servers::{OwnRedis, faketime_available, faketime_lib, redis_server_available};
 use crate::sql::{self, Databases};
 use crate::sql_servers::{OwnMariaDb, OwnPostgres, own_mariadb_available, own_postgres_available};
 use crate::zk_servers::{OwnZk, zookeeper_available};
-use crate::{Clock, Database, FencedResource, Hooks, LabLock, Point, Scheme};
 use baton::StoreUrl;
 use baton::{Error, ErrorKind, Result};
 
@@ -599,7 +603,7 @@ async fn must_acquire(lock: &mut Box<dyn LabLock>, ttl: Duration, scheme: Scheme
 }
 
 /// Waits (bounded) until a paused holder stands at its gate.
-async fn reach(gate: &crate::Gate, scheme: Scheme) -> Result<()> {
+async fn reach(gate: &crate::hooks::Gate, scheme: Scheme) -> Result<()> {
     tokio::time::timeout(Duration::from_secs(10), gate.reached())
         .await
         .map_err(|_| Error::new(ErrorKind::Backend, format!("lab: {scheme}: the holder never reached its fault point")))

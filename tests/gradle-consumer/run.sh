@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gradle-consumer/run.sh — the README's Java quick start (the code block after
+# tests/gradle-consumer/run.sh — bindings-kotlin/README.md's Java quick start (the code block after
 # `<!-- jvm-sample: java/Quickstart.java -->`) built and run by Gradle against
 # dev.baton:baton from the local Maven repository (`mvn -f bindings-kotlin/pom.xml install`
 # first), on an embedded SQLite file unless BATON_URL names another store; the output is
@@ -14,8 +14,8 @@ awk -v out="$out" '
     /<!-- jvm-sample: / { file = out "/" $3; next }
     file != "" && /^```/ { if (inside) { inside = 0; close(file); file = "" } else { inside = 1 } ; next }
     inside { print > file }
-' "$root/README.md"
-[[ -s $out/java/Quickstart.java ]] || { echo "README.md has no jvm-sample block for java/Quickstart.java" >&2; exit 1; }
+' "$root/bindings-kotlin/README.md"
+[[ -s $out/java/Quickstart.java ]] || { echo "bindings-kotlin/README.md has no jvm-sample block for java/Quickstart.java" >&2; exit 1; }
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
 db="$here/target/quickstart.db"
 rm -f "$db" "$db"-*

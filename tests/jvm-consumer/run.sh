@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/jvm-consumer/run.sh — copy the README's Kotlin and Java quick starts (the code blocks
+# tests/jvm-consumer/run.sh — copy bindings-kotlin/README.md's Kotlin and Java quick starts (the code blocks
 # after `<!-- jvm-sample: FILE -->`) into target/readme-src/, then build and run them against
 # dev.baton:baton from the local Maven repository. BATON_URL picks the store (the samples'
 # default is the Redis of scripts/services).
@@ -13,9 +13,9 @@ awk -v out="$out" '
     /<!-- jvm-sample: / { file = out "/" $3; next }
     file != "" && /^```/ { if (inside) { inside = 0; close(file); file = "" } else { inside = 1 } ; next }
     inside { print > file }
-' "$root/README.md"
+' "$root/bindings-kotlin/README.md"
 for f in kotlin/Quickstart.kt java/Quickstart.java; do
-    [[ -s $out/$f ]] || { echo "README.md has no jvm-sample block for $f" >&2; exit 1; }
+    [[ -s $out/$f ]] || { echo "bindings-kotlin/README.md has no jvm-sample block for $f" >&2; exit 1; }
 done
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
 # The shared Redis of scripts/services under a prefix of its own, unless BATON_URL is given.

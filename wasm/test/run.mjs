@@ -2,7 +2,7 @@
 // HTTP API, with Node's fetch: no npm dependency). Serves wasm/ on 127.0.0.1 and opens:
 //
 //   test/api.html        the JavaScript API on memory:// and on etcd+http:// (window.__result)
-//   /readme.html         README.md's browser sample, as a person would copy it
+//   /readme.html         wasm/README.md's quick start page, as a person would copy it
 //   demo/index.html      the flash-sale demo: without a lock it oversells, with one it does
 //                        not (read from the DOM); a screenshot goes to target/wasm-demo.png
 //   test/hold.html       cross-runtime: a lock held in the page makes the native
@@ -51,15 +51,15 @@ async function freePort() {
   throw new Error(`no free port in ${LOW}-${HIGH}`);
 }
 
-// ── the static server: wasm/, plus /readme.html from README.md ──
+// ── the static server: wasm/, plus the pages of wasm/README.md's samples ──
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm',
   '.css': 'text/css', '.json': 'application/json', '.ts': 'text/plain', '.png': 'image/png' };
 
-/** README.md's browser sample: the html block after the marker comment. */
+/** wasm/README.md's quick start: the html block after the marker comment. */
 export function readmeSample() {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(WASM, 'README.md'), 'utf8');
   const m = readme.match(/<!-- wasm-browser-sample -->\s*```html\n([\s\S]*?)```/);
-  if (!m) throw new Error('README.md has no wasm-browser-sample html block');
+  if (!m) throw new Error('wasm/README.md has no wasm-browser-sample html block');
   return m[1];
 }
 
@@ -152,7 +152,7 @@ async function apiPage(b, base, url) {
 async function readmePage(b, base) {
   await b.open(`${base}/readme.html`);
   const text = await b.until("document.querySelector('#out')?.dataset.done && document.querySelector('#out').textContent", 60_000);
-  report(/token \d+/.test(text) && /released/.test(text), 'README browser sample', text.trim().replace(/\n/g, ' | '));
+  report(/token \d+/.test(text) && /released/.test(text), 'wasm/README.md quick start page', text.trim().replace(/\n/g, ' | '));
 }
 
 async function wasmReadmePage(b, base) {

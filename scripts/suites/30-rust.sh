@@ -11,7 +11,7 @@
 
 suite_rust() {
     ensure_toolchain
-    # libfaketime: the CLI's SQLite test steps a process's wall clock, redis_clock_step.rs
+    # libfaketime: the CLI's SQLite test steps a process's wall clock, core/tests/redis/clock_step.rs
     # a redis-server's.
     ensure_apt_packages faketime
     build_test_binaries "cargo test --no-run (the test binaries, built)"

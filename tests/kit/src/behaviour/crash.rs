@@ -88,7 +88,7 @@ impl HolderProcess {
 pub async fn spawn_holder_process(url: &str, name: &str, kind: &str, env: &[(&str, &str)]) -> HolderProcess {
     let mut child = Command::new(std::env::current_exe().unwrap())
         // `child_holder` is `#[ignore]`d (it is no test of its own): `--ignored` runs it.
-        .args(["--exact", "child_holder", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["--exact", &child_test("child_holder"), "--ignored", "--nocapture", "--test-threads=1"])
         .env("BATON_CHILD_URL", url)
         .env("BATON_CHILD_NAME", name)
         .env("BATON_CHILD_KIND", kind)
@@ -111,6 +111,26 @@ pub async fn spawn_holder_process(url: &str, name: &str, kind: &str, env: &[(&st
     let (ready, lines) = bounded("child holds", Duration::from_secs(30), ready).await.unwrap();
     let (token, sent) = ready.expect("the child exited without holding");
     HolderProcess { child, token, sent, lines }
+}
+
+/// The full name of the ignored helper test `leaf` (`child_holder`) in this test binary,
+/// to re-execute it with `--exact`: a binary of many modules has one in each module that
+/// runs a cross-process check, all alike; the one nearest the running test is taken.
+pub fn child_test(leaf: &str) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--list", "--ignored"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let me = std::thread::current().name().unwrap_or_default().to_owned();
+    let shared = |t: &str| t.split("::").zip(me.split("::")).take_while(|(a, b)| a == b).count();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .filter(|t| *t == leaf || t.ends_with(&format!("::{leaf}")))
+        .max_by_key(|t| shared(t))
+        .unwrap_or_else(|| panic!("no ignored test `{leaf}` in this binary"))
+        .to_owned()
 }
 
 /// The child side of the tests above; does nothing unless started by them.

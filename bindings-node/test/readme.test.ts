@@ -1,6 +1,6 @@
-// The package README's samples (what npm shows): the ```js quick start runs as written and
-// the ```ts sample of "`await using`" type-checks and runs after tsc (its `await using`
-// down-levelled for Node 20).
+// The package README's samples (what npm shows): the ```js quick start runs as written, the
+// ```ts sample of "`await using`" type-checks and runs after tsc (its `await using`
+// down-levelled for Node 20), and so do the other sections' ```js samples.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -52,4 +52,17 @@ describe('README samples', () => {
     });
     assert.match(run(src.replace(/\.mts$/, '.mjs')), /^token \d+, lost: false$/m);
   });
+
+  // The shorter samples of the other sections, each with what it prints.
+  for (const [heading, expected] of [
+    ['Errors', /^true InvalidUrl$/m],
+    ['Cancellation', /^AbortError$/m],
+    ['Worker threads and processes', /^(token \d+n\n){3}$/], // console.log prints a bigint as 12n
+  ] as const) {
+    it(`the sample of "${heading}" runs`, { timeout: 90_000 }, () => {
+      const file = join(PACKAGE, 'dist-test', `readme-${heading.split(' ')[0]!.toLowerCase()}.mjs`);
+      writeFileSync(file, sample(heading, 'js'));
+      assert.match(run(file), expected);
+    });
+  }
 });

@@ -22,14 +22,20 @@ PACKAGE_TAKES_TARGETS+=(cli)
 cli_archive_name() { echo "baton-$(workspace_version)-$1$(target_field "$1" ext)"; }
 
 # cli_build TRIPLE: builds baton for TRIPLE; prints the binary's path.
+# BATON_PACKAGE_BUILD=test: the dev profile, with baton-workspace-hack in the same build
+# so the dependencies get the features the bindings' test builds give them (one compile of
+# the dependency tree per target for the CLI, the wheel, the addon and the JVM library).
 cli_build() {
-    local triple=$1 t0=$SECONDS dir bin
+    local triple=$1 t0=$SECONDS dir bin profile=release
     ensure_cross_toolchain "$triple"
-    log "   cargo zigbuild -p baton-cli --release --target $(target_field "$triple" zig)"
-    cargo_zigbuild "$triple" -p baton-cli --bin baton --release --locked >&2 \
-        || die "cargo zigbuild for $triple failed"
+    local -a args=(-p baton-cli --bin baton --release --locked)
+    if [[ $BATON_PACKAGE_BUILD == test ]]; then
+        args=(-p baton-cli -p baton-workspace-hack --locked) profile=debug
+    fi
+    log "   cargo zigbuild ${args[*]} --target $(target_field "$triple" zig)"
+    cargo_zigbuild "$triple" "${args[@]}" >&2 || die "cargo zigbuild for $triple failed"
     dir=$(cargo_target_dir)
-    bin="$dir/$triple/release/baton$(target_field "$triple" exe)"
+    bin="$dir/$triple/$profile/baton$(target_field "$triple" exe)"
     [[ -f $bin ]] || die "the build for $triple left no $bin"
     log "   built $triple in $(( SECONDS - t0 ))s ($(du -h "$bin" | cut -f1) binary)"
     echo "$bin"

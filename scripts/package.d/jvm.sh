@@ -69,8 +69,6 @@ package_jvm() {
     read -r -a targets <<<"${PACKAGE_TARGETS:-$host}"
     local -a want=()   # JNA resource paths the jar must carry
     if [[ "${targets[*]}" != "$host" ]]; then
-        [[ $BATON_PACKAGE_BUILD == release ]] \
-            || die "scripts/package jvm --target: release builds only (BATON_PACKAGE_BUILD=$BATON_PACKAGE_BUILD)"
         command -v file >/dev/null || ensure_apt_packages file
         local natives="$ROOT/target/jvm-natives" triple jna lib out t0 with_host=0
         rm -rf "$natives" && mkdir -p "$natives"
@@ -79,22 +77,30 @@ package_jvm() {
                 log "   $triple: skipped (JNA looks for musl's library in linux-*, which holds the glibc build)"
                 continue
             fi
+            # A test build's host library is the pom's own (the test profile, on the test
+            # build's dependencies), as without --target.
+            [[ $BATON_PACKAGE_BUILD == test && $triple == "$host" ]] && continue
             ensure_cross_toolchain "$triple"
             jna=$(target_field "$triple" jna) lib=$(jvm_lib_name "$triple")
             out="$target_dir/$triple/release"
-            local -a what=(--lib)
+            local -a what=(--lib) profile=(--release)
+            # The test build: the dev profile with workspace-features, so the dependencies
+            # compiled for this target by the other artefacts' test builds are reused.
+            [[ $BATON_PACKAGE_BUILD == test ]] && profile=(--features workspace-features) out="$target_dir/$triple/debug"
             # The host's build also gives the pom its uniffi-bindgen (one build: a plain
             # cargo build beside it would relink the same target dir with another linker).
             [[ $triple == "$host" ]] && what=(--lib --bins) with_host=1
             t0=$SECONDS
-            cargo_zigbuild "$triple" --locked --release -p baton-kotlin "${what[@]}"
+            cargo_zigbuild "$triple" --locked "${profile[@]}" -p baton-kotlin "${what[@]}" \
+                || die "cargo zigbuild of baton-kotlin for $triple failed"
             log "   $triple: cargo zigbuild in $(( SECONDS - t0 ))s"
             jvm_check_arch "$triple" "$out/$lib"
             mkdir -p "$natives/$jna"
             cp "$out/$lib" "$natives/$jna/$lib"
             want+=("$jna/$lib")
         done
-        (( ${#want[@]} )) || die "scripts/package jvm: no target left to build (${targets[*]})"
+        (( ${#want[@]} )) || [[ $BATON_PACKAGE_BUILD == test ]] \
+            || die "scripts/package jvm: no target left to build (${targets[*]})"
         build+=(-Dnatives.dir="$natives")
         # The host's library from the zig build above: the pom runs no cargo of its own.
         (( with_host )) && build+=(-DskipCargo=true -Dcargo.out="$target_dir/$host/release")

@@ -31,9 +31,9 @@ PACKAGE_TAKES_TARGETS+=(node)
 node_cross_addon() {
     local triple=$1 out=$2 profile=release lib
     ensure_cross_toolchain "$triple"
-    local -a args=(build -p baton-node --manifest-path "$ROOT/Cargo.toml" --release)
+    local -a args=(-p baton-node --manifest-path "$ROOT/Cargo.toml" --release)
     if [[ $BATON_PACKAGE_BUILD == test ]]; then
-        args=(build -p baton-node --manifest-path "$ROOT/Cargo.toml" --features workspace-features)
+        args=(-p baton-node --manifest-path "$ROOT/Cargo.toml" --features workspace-features)
         profile=debug
     fi
     local t0=$SECONDS

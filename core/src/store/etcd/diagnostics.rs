@@ -7,7 +7,7 @@ use crate::rt::Instant;
 use async_trait::async_trait;
 
 use super::Etcd;
-use super::lock;
+use super::keys;
 use super::transport::{Compare, Txn, TxnOp};
 use crate::error::Result;
 use crate::store::Diagnostics;
@@ -25,7 +25,7 @@ impl Diagnostics for Etcd {
     /// One txn as an uncontended grant writes it (create-if-absent under the session
     /// lease), then one delete, with the client's transport and session.
     async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, Duration)>> {
-        let s = self.local.sessions.get(lock::secs(30_000)).await?;
+        let s = self.local.sessions.get(keys::secs(30_000)).await?;
         let key = format!("{name}/yardstick").into_bytes();
         let t0 = Instant::now();
         let txn = Txn {

@@ -1,6 +1,7 @@
 //! `inspect` of each layout, read from its keys.
 
-use super::lock::{self, LockKeys};
+use super::keys::{self, LockKeys};
+use super::lock;
 use super::rwlock::{self, RwKeys};
 use super::semaphore::SemKeys;
 use super::transport::Transport;
@@ -20,7 +21,7 @@ pub(crate) async fn lock(t: &dyn Transport, v3: &v3lock::Holds, key: &Key) -> Re
     // event (the hand-off) is the holder while its key still says "waiting".
     let head = es.first().filter(|_| bare.is_none());
     // The lock service writes no holder: this process's own holds are known here.
-    let own = |e: &lock::Entry| v3.describe(&e.kv.key);
+    let own = |e: &keys::Entry| v3.describe(&e.kv.key);
     let holders: Vec<Holder> = bare
         .map(|kv| txnlock::holder(&kv))
         .or_else(|| {

@@ -18,7 +18,8 @@ use std::time::Duration;
 use crate::rt::Instant;
 use async_trait::async_trait;
 
-use super::lock::{Local, Value, encode, secs};
+use super::keys::{Value, encode, secs};
+use super::local::Local;
 use super::session::Session;
 use super::transport::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp, WatchStream};
 use crate::error::{Error, Result};

@@ -15,7 +15,9 @@
 //! - `CountDownLatch` is a counter value `baton/latch/<name>` (`latch`).
 //!
 //! `config` parses the URL, `transport` reaches etcd, `session` keeps the client's session
-//! lease, `watch` holds the waiters' subscriptions, `steps` serializes one process's steps.
+//! lease, `watch` holds the waiters' subscriptions, `steps` serializes one process's steps,
+//! `keys` holds the keys and values the lock layouts share, `local` what this process knows
+//! of its own contenders.
 
 mod config;
 #[cfg(feature = "bench")]
@@ -23,7 +25,9 @@ mod diagnostics;
 mod guarded;
 mod inspect;
 mod keyed;
+mod keys;
 mod latch;
+mod local;
 mod lock;
 mod rwlock;
 mod semaphore;
@@ -41,8 +45,8 @@ use async_trait::async_trait;
 
 use self::config::{EtcdConfig, LockScheme};
 use self::keyed::WaitSub;
+use self::keys::LockKeys;
 use self::latch::Latches;
-use self::lock::LockKeys;
 use self::rwlock::{RwBlocker, RwKeys};
 use self::semaphore::{SemBlocker, SemKeys};
 use self::steps::Steps;
@@ -64,7 +68,7 @@ pub(crate) struct Etcd {
     scheme: LockScheme,
     /// `?scheme=v3lock`: the holds this process took through the lock service.
     v3: v3lock::Holds,
-    local: Arc<lock::Local>,
+    local: Arc<local::Local>,
     latches: Latches,
     steps: Steps,
 }
@@ -81,7 +85,7 @@ impl Etcd {
         let t = transport::connect(&cfg).await?;
         let steps = Steps::new(&cfg.endpoints);
         Ok(Etcd {
-            local: Arc::new(lock::Local::new(t.clone())),
+            local: Arc::new(local::Local::new(t.clone())),
             latches: Latches { t: t.clone(), steps: steps.clone() },
             t,
             scheme: cfg.scheme,
@@ -130,7 +134,7 @@ impl Store for Etcd {
 
     /// A renewal may reuse a session keep-alive sent a little earlier (`session::freshness`).
     fn lease_margin(&self, lease: Duration) -> Duration {
-        session::freshness(lock::secs(lease_ms(lease)))
+        session::freshness(keys::secs(lease_ms(lease)))
     }
 
     async fn renew(&self, key: &Key, holder: &str, lease: Duration) -> Result<bool> {

@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 
 use super::keyed::{self, Blocker, Held, RACES, key_of, raced};
-use super::lock::Local;
+use super::local::Local;
 use super::transport::{Compare, Transport};
 use crate::error::{Error, Result};
 use crate::inspect::Holder;

@@ -15,7 +15,7 @@ use std::hash::{Hash, Hasher};
 use async_trait::async_trait;
 
 use super::keyed::{self, Blocker, Held, RACES, key_of, raced};
-use super::lock::Local;
+use super::local::Local;
 use super::transport::{Compare, Range, Transport};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Request};

@@ -5,7 +5,7 @@
 //! the key's create revision; the value is baton's `{"holder","count","ttl"}` (a Go
 //! client writes its own value, shown as a foreign holder).
 
-use super::lock::{LockKeys, Value, encode, entries, secs, two_schemes};
+use super::keys::{LockKeys, Value, encode, entries, secs, two_schemes};
 use super::transport::{Compare, Kv, Range, Transport, Txn, TxnOp};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Released, Request};
@@ -14,7 +14,7 @@ use crate::state::{Attempt, Released, Request};
 const RACES: usize = 64;
 
 /// The key of a lock name, where its last token is recorded, and the lock queue's keys of
-/// the same name (checked by every grant: see `lock::two_schemes`).
+/// the same name (checked by every grant: see `keys::two_schemes`).
 #[derive(Debug, Clone)]
 pub(crate) struct TxnKeys {
     pub(crate) key: Vec<u8>,

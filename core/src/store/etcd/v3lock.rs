@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::lock::{secs, two_schemes};
+use super::keys::{secs, two_schemes};
 use super::transport::{Compare, Range, Transport, Txn, TxnOp};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Released, Request};
@@ -87,7 +87,7 @@ pub(crate) async fn acquire(t: &dyn Transport, holds: &Holds, name: &str, req: &
         }
     };
     // The granted key, and `?scheme=txn`'s bare key: the service does not look at it, so a
-    // grant while it exists is given back (see `lock::two_schemes`). No bare key at this
+    // grant while it exists is given back (see `keys::two_schemes`). No bare key at this
     // read means none since the grant: the txn scheme takes it only while `NAME/` is empty.
     let read = Txn {
         compare: vec![],

@@ -8,7 +8,9 @@ use std::time::Duration;
 use crate::rt::Instant;
 use async_trait::async_trait;
 
-use super::lock::{self, Local, LockKeys};
+use super::keys::{self, LockKeys};
+use super::local::Local;
+use super::lock;
 use super::transport::{Range, Transport, WatchStream};
 use crate::error::Result;
 use crate::store::Subscription;
@@ -88,7 +90,7 @@ impl LockSub {
                     // The predecessor, read at `after`, is gone.
                     None => now.kvs.is_empty(),
                     // Any contender: wait only while there is one.
-                    Some(_) => lock::entries(&self.keys, &now).is_empty(),
+                    Some(_) => keys::entries(&self.keys, &now).is_empty(),
                 };
                 let _ = after;
                 if gone {

@@ -8,7 +8,6 @@
 //! the session on the server: each hold finds its node gone at its next renewal and fires
 //! its lost signal, and the next call opens a new session.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,7 +16,7 @@ use zookeeper_client as zk;
 
 use super::auth;
 use super::config::ZkConfig;
-use super::entries::Mine;
+use super::mine::Mines;
 use crate::error::{Error, Result};
 
 /// The session of one client.
@@ -29,11 +28,8 @@ pub(crate) struct Conn {
     /// The session timeout the server granted, in ms.
     session_ms: AtomicU64,
     closed: AtomicBool,
-    /// The node each (queue directory, holder) has here, as this client last wrote it:
-    /// a release or renewal goes straight to it, and a first attempt creates its node
-    /// before reading the queue only when none is known. Only ever a hint: a node changed
-    /// or gone meanwhile fails the version check and the step reads the queue.
-    mine: std::sync::Mutex<HashMap<(String, String), Mine>>,
+    /// The holder cache: the nodes this client wrote, as it wrote them.
+    pub(crate) mine: Mines,
 }
 
 impl std::fmt::Debug for Conn {
@@ -55,7 +51,7 @@ impl Conn {
             offset: AtomicI64::new(0),
             session_ms: AtomicU64::new(0),
             closed: AtomicBool::new(false),
-            mine: std::sync::Mutex::default(),
+            mine: Mines::default(),
         };
         c.client().await?;
         Ok(c)
@@ -234,35 +230,6 @@ impl Conn {
     /// before its answer came back).
     pub(crate) fn server_now(&self) -> i64 {
         local_ms() + self.offset.load(Ordering::Relaxed)
-    }
-
-    /// Records `holder`'s node in `dir` as this client just wrote it.
-    pub(crate) fn remember(&self, dir: &str, holder: &str, m: Mine) {
-        self.mine
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert((dir.to_owned(), holder.to_owned()), m);
-    }
-
-    /// Takes `holder`'s recorded node in `dir` out (the step that uses it records it again).
-    pub(crate) fn forget(&self, dir: &str, holder: &str) -> Option<Mine> {
-        self.mine.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&(dir.to_owned(), holder.to_owned()))
-    }
-
-    /// Marks `holder`'s recorded waiting node in `dir` as first in its queue.
-    pub(crate) fn now_first(&self, dir: &str, holder: &str) {
-        let mut mine = self.mine.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(m) = mine.get_mut(&(dir.to_owned(), holder.to_owned())).filter(|m| m.data.count == 0) {
-            m.first = true;
-        }
-    }
-
-    /// Whether a node of `holder` in `dir` is recorded.
-    pub(crate) fn knows(&self, dir: &str, holder: &str) -> bool {
-        self.mine
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains_key(&(dir.to_owned(), holder.to_owned()))
     }
 
     /// Closes the session: the client's last handle dropped, its session task sends

@@ -8,7 +8,8 @@ use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use super::Zk;
-use super::entries::{self, Data};
+use super::entries;
+use super::mine::Data;
 use super::path::{self, Kind};
 use crate::error::Result;
 use crate::store::Diagnostics;

@@ -1,5 +1,4 @@
-//! The contender nodes of one directory with their data, as one snapshot (a `multi` read),
-//! and what baton writes in its own nodes.
+//! The contender nodes of one directory with their data, as one snapshot (a `multi` read).
 //!
 //! Curator writes the client's address as a contender node's data and never reads it;
 //! baton writes `{"holder":…,"count":…,"lease_ms":…}`: the holder id (so release, renewal
@@ -9,73 +8,12 @@
 //! first wins). A node without baton data (a Curator contender) lives as long as its
 //! session, as in Curator.
 
-use serde::{Deserialize, Serialize};
 use zookeeper_client as zk;
 
 use super::conn::Conn;
+use super::mine::{Data, Mine};
 use super::path::{self, Kind, Node};
 use crate::error::Result;
-
-/// What baton writes in its contender nodes.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub(crate) struct Data {
-    pub(crate) holder: String,
-    /// Re-entry count; 0 while waiting.
-    pub(crate) count: u32,
-    pub(crate) lease_ms: u64,
-    /// A semaphore lease's record of the semaphore's size (`crate::state::check_size`);
-    /// absent in lock nodes and in leases written before it was recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) permits: Option<u32>,
-}
-
-impl Data {
-    pub(crate) fn bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-}
-
-/// A node this client wrote, as it wrote it (see `Conn::remember`).
-#[derive(Debug, Clone)]
-pub(crate) struct Mine {
-    /// Its full path.
-    pub(crate) path: String,
-    pub(crate) kind: Kind,
-    pub(crate) version: i32,
-    pub(crate) czxid: i64,
-    pub(crate) mtime: i64,
-    pub(crate) data: Data,
-    /// A waiting node whose only predecessor was seen deleted (`ZkSub`): first now, as
-    /// nodes behind it are newer.
-    pub(crate) first: bool,
-}
-
-impl Mine {
-    /// This node after a write of its own that left `stat` and `data` on it.
-    pub(crate) fn rewritten(self, stat: &zk::Stat, data: Data) -> Mine {
-        Mine { version: stat.version, mtime: stat.mtime, data, first: false, ..self }
-    }
-
-    /// `e` after a write that left `stat` and `data` on it.
-    pub(crate) fn of(dir: &str, e: &Entry, stat: &zk::Stat, data: Data) -> Mine {
-        Mine {
-            path: e.path(dir),
-            kind: e.node.kind,
-            version: stat.version,
-            czxid: e.stat.czxid,
-            mtime: stat.mtime,
-            data,
-            first: false,
-        }
-    }
-
-    /// Held, and not past its lease at server time `now` (with 50 ms to spare for the
-    /// clock estimate: a hold that close to its end takes the reading path).
-    pub(crate) fn held_at(&self, now: i64) -> bool {
-        let lease = i64::try_from(self.data.lease_ms).unwrap_or(i64::MAX);
-        self.data.count > 0 && self.mtime.saturating_add(lease).saturating_sub(50) > now
-    }
-}
 
 /// One contender node, read.
 #[derive(Debug, Clone)]
@@ -129,6 +67,19 @@ impl Entry {
 
     pub(crate) fn path(&self, dir: &str) -> String {
         format!("{dir}/{}", self.node.name)
+    }
+
+    /// This node as this client just wrote it, leaving `stat` and `data` on it.
+    pub(crate) fn written(&self, dir: &str, stat: &zk::Stat, data: Data) -> Mine {
+        Mine {
+            path: self.path(dir),
+            kind: self.node.kind,
+            version: stat.version,
+            czxid: self.stat.czxid,
+            mtime: stat.mtime,
+            data,
+            first: false,
+        }
     }
 }
 

@@ -11,7 +11,8 @@
 use zookeeper_client as zk;
 
 use super::conn::Conn;
-use super::entries::{self, Data, Entry};
+use super::entries::{self, Entry};
+use super::mine::Data;
 use super::path::{self, Kind};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Released, Request};

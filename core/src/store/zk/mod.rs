@@ -11,7 +11,8 @@
 //! order of writes, and a name's holder is always the lowest-sequence live node, so each
 //! grant's node was created after every earlier holder's and its czxid is larger.
 //! `conn` keeps the session, `auth` checks its credentials against the ACLs, `entries`
-//! reads contender nodes, `watch` makes waiters wait.
+//! reads contender nodes, `mine` holds what baton writes in them and the nodes this
+//! client wrote, `watch` makes waiters wait.
 
 mod auth;
 mod config;
@@ -22,6 +23,7 @@ mod entries;
 mod guarded;
 mod latch;
 mod leases;
+mod mine;
 mod path;
 mod queue;
 mod watch;

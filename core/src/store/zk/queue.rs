@@ -12,7 +12,8 @@
 use zookeeper_client as zk;
 
 use super::conn::Conn;
-use super::entries::{self, Data, Entry, Mine};
+use super::entries::{self, Entry};
+use super::mine::{Data, Mine};
 use super::path::{self, Kind};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Mode, Released, Request, read_holder_of};
@@ -102,14 +103,14 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
     let c = conn.client().await?;
     let kind = q.kind_of(&req.mode);
     let mut created = None;
-    if req.enqueue && kind != Kind::Read && !conn.knows(&q.dir, &req.holder) {
+    if req.enqueue && kind != Kind::Read && !conn.mine.knows(&q.dir, &req.holder) {
         let data = Data { holder: req.holder.clone(), count: 1, lease_ms: req.lease_ms, permits: None };
         let (stat, name, children) = entries::create_and_list(conn, &c, &q.dir, kind, &data).await?;
         if path::contenders(&children, q.kinds).first().is_some_and(|n| n.name == name) {
             let path = format!("{}/{name}", q.dir);
             let m =
                 Mine { path, kind, version: stat.version, czxid: stat.czxid, mtime: stat.mtime, data, first: false };
-            conn.remember(&q.dir, &req.holder, m);
+            conn.mine.remember(&q.dir, &req.holder, m);
             return Ok(Attempt::Granted { token: u64::try_from(stat.czxid).unwrap_or(0), count: 1, fresh: true });
         }
         // Others ahead (or a node of this holder already there): the reading steps decide,
@@ -119,13 +120,13 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
     // A waiter its subscription saw become first: its place becomes the hold, one write
     // (Curator's waiter reads the children once more instead; baton must write the hold's
     // lease), guarded on the place's version.
-    if let Some(m) = conn.forget(&q.dir, &req.holder).filter(|m| m.first && req.enqueue && kind != Kind::Read) {
+    if let Some(m) = conn.mine.forget(&q.dir, &req.holder).filter(|m| m.first && req.enqueue && kind != Kind::Read) {
         let data = Data { count: 1, lease_ms: req.lease_ms, ..m.data.clone() };
         match conn.bounded(c.set_data(&m.path, &data.bytes(), Some(m.version))).await {
             Ok(stat) => {
                 conn.saw_mtime(stat.mtime);
                 let token = u64::try_from(m.czxid).unwrap_or(0);
-                conn.remember(&q.dir, &req.holder, m.rewritten(&stat, data));
+                conn.mine.remember(&q.dir, &req.holder, m.rewritten(&stat, data));
                 return Ok(Attempt::Granted { token, count: 1, fresh: true });
             }
             Err(zk::Error::BadVersion | zk::Error::NoNode) => {}
@@ -134,7 +135,7 @@ pub(crate) async fn acquire(conn: &Conn, q: &Queue, req: &Request) -> Result<Att
     }
     let r = step(conn, &c, q, kind, req, created).await;
     if r.is_err() {
-        conn.forget(&q.dir, &req.holder);
+        conn.mine.forget(&q.dir, &req.holder);
     }
     r
 }
@@ -199,7 +200,7 @@ async fn step(
         if !blocked(&es, i, kind, writer_of(req)) {
             let token = e.token();
             if d.count > 0 && mine_now {
-                conn.remember(&q.dir, &req.holder, Mine::of(&q.dir, e, &e.stat, d.clone()));
+                conn.mine.remember(&q.dir, &req.holder, e.written(&q.dir, &e.stat, d.clone()));
                 return Ok(Attempt::Granted { token, count: d.count, fresh: true });
             }
             let (count, fresh) = if d.count > 0 { (d.count.checked_add(1), false) } else { (Some(1), true) };
@@ -209,7 +210,7 @@ async fn step(
             match conn.bounded(c.set_data(&path, &nd.bytes(), Some(e.stat.version))).await {
                 Ok(stat) => {
                     conn.saw_mtime(stat.mtime);
-                    conn.remember(&q.dir, &req.holder, Mine::of(&q.dir, e, &stat, nd));
+                    conn.mine.remember(&q.dir, &req.holder, e.written(&q.dir, &stat, nd));
                     return Ok(Attempt::Granted { token, count, fresh: fresh || mine_now });
                 }
                 Err(zk::Error::BadVersion | zk::Error::NoNode) => continue,
@@ -236,13 +237,13 @@ async fn step(
             match conn.bounded(c.set_data(&path, &nd.bytes(), Some(e.stat.version))).await {
                 Ok(stat) => {
                     conn.saw_mtime(stat.mtime);
-                    conn.remember(&q.dir, &req.holder, Mine::of(&q.dir, e, &stat, nd));
+                    conn.mine.remember(&q.dir, &req.holder, e.written(&q.dir, &stat, nd));
                 }
                 Err(zk::Error::BadVersion | zk::Error::NoNode) => continue,
                 Err(x) => return Err(conn.err("refresh the queue place", x)),
             }
         } else {
-            conn.remember(&q.dir, &req.holder, Mine::of(&q.dir, e, &e.stat, d));
+            conn.mine.remember(&q.dir, &req.holder, e.written(&q.dir, &e.stat, d));
         }
         return Ok(Attempt::Busy { retry_ms: retry });
     }
@@ -284,12 +285,12 @@ pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -
     let c = conn.client().await?;
     // Straight to the node as this client last wrote it; a version moved on (another
     // client's step for a shared owner) reads the queue instead.
-    if let Some(m) = conn.forget(&q.dir, holder).filter(|m| m.held_at(conn.server_now())) {
+    if let Some(m) = conn.mine.forget(&q.dir, holder).filter(|m| m.held_at(conn.server_now())) {
         let nd = Data { lease_ms, ..m.data.clone() };
         match conn.bounded(c.set_data(&m.path, &nd.bytes(), Some(m.version))).await {
             Ok(stat) => {
                 conn.saw_mtime(stat.mtime);
-                conn.remember(&q.dir, holder, m.rewritten(&stat, nd));
+                conn.mine.remember(&q.dir, holder, m.rewritten(&stat, nd));
                 return Ok(true);
             }
             Err(zk::Error::NoNode) => return Ok(false),
@@ -306,7 +307,7 @@ pub(crate) async fn renew(conn: &Conn, q: &Queue, holder: &str, lease_ms: u64) -
     match conn.bounded(c.set_data(&e.path(&q.dir), &nd.bytes(), Some(e.stat.version))).await {
         Ok(stat) => {
             conn.saw_mtime(stat.mtime);
-            conn.remember(&q.dir, holder, Mine::of(&q.dir, &e, &stat, nd));
+            conn.mine.remember(&q.dir, holder, e.written(&q.dir, &stat, nd));
             Ok(true)
         }
         Err(zk::Error::NoNode) => Ok(false),
@@ -328,7 +329,7 @@ pub(crate) async fn release(conn: &Conn, q: &Queue, holder: &str, count: u32) ->
     // record needs no read first: a lock's holds never overlap, so no smaller token can be
     // released after a larger one (a holder whose node was deleted when its lease ended
     // finds it gone). Anything else reads the queue.
-    if let Some(m) = conn.forget(&q.dir, holder) {
+    if let Some(m) = conn.mine.forget(&q.dir, holder) {
         if m.kind == Kind::Lock
             && m.data.count == 1
             && (count == 1 || count == u32::MAX)
@@ -374,7 +375,7 @@ pub(crate) async fn release(conn: &Conn, q: &Queue, holder: &str, count: u32) ->
 /// Gives up `holder`'s queue place (a waiting node), if any.
 pub(crate) async fn leave_queue(conn: &Conn, q: &Queue, holder: &str) -> Result<()> {
     let c = conn.client().await?;
-    conn.forget(&q.dir, holder);
+    conn.mine.forget(&q.dir, holder);
     if let Some(e) = own(conn, &c, q, holder, false).await? {
         match conn.bounded(c.delete(&e.path(&q.dir), Some(e.stat.version))).await {
             Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion) => {}

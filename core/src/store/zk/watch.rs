@@ -155,7 +155,7 @@ impl Subscription for ZkSub {
             if let (true, zk::EventType::NodeDeleted, Target::Queue { q, holder: Some(h), .. }) =
                 (self.sole, ev.event_type, &self.target)
             {
-                self.conn.now_first(&q.dir, h);
+                self.conn.mine.now_first(&q.dir, h);
             }
         }
         Ok(())

@@ -9,10 +9,11 @@ use crate::rt::Instant;
 
 use tokio::sync::watch;
 
-use super::local::{Local, Moved, Moving};
-use super::{Entry, LockKeys, Value, encode, grant_txn, secs};
+use super::grant_txn;
 use crate::error::Result;
 use crate::state::{Attempt, Request};
+use crate::store::etcd::keys::{Entry, LockKeys, Value, encode, secs};
+use crate::store::etcd::local::{Local, Moved, Moving};
 use crate::store::etcd::session::Session;
 use crate::store::etcd::transport::{Kv, Transport, Txn};
 

@@ -4,10 +4,11 @@
 use crate::rt::Instant;
 
 use super::handoff::handoff;
-use super::local::{Local, Moved};
-use super::{Entry, LockKeys, Value, encode, entries, grant_txn, no_bare_key, secs};
+use super::{grant_txn, no_bare_key};
 use crate::error::{Error, Result};
 use crate::state::{Attempt, Released, Request};
+use crate::store::etcd::keys::{Entry, LockKeys, Value, encode, entries, secs};
+use crate::store::etcd::local::{Local, Moved};
 use crate::store::etcd::session::Session;
 use crate::store::etcd::transport::{Compare, Kv, Range, RangeResp, Transport, Txn, TxnOp};
 

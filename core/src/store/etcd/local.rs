@@ -1,4 +1,5 @@
-//! What this process knows of its own contenders on the lock queue, so that most steps
+//! What this process knows of its own contenders (the lock queue's, and the RwLock and
+//! semaphore keys' through `keyed`), so that most steps
 //! need no read: per (lock prefix, holder) one [`Waiter`] record, and per lock when a
 //! read last found its queue busy.
 
@@ -12,9 +13,9 @@ use crate::rt::Instant;
 
 use tokio::sync::watch;
 
-use super::{Entry, LockKeys};
-use crate::store::etcd::session::Sessions;
-use crate::store::etcd::transport::{Kv, Transport};
+use super::keys::{Entry, LockKeys};
+use super::session::Sessions;
+use super::transport::{Kv, Transport};
 use crate::sync::LockExt;
 
 /// What this client knows of its own keys: its contenders' records and its session leases.

@@ -230,6 +230,7 @@ impl<T> Drop for AbortOnDrop<T> {
 mod tests {
     use std::time::{Duration, Instant};
 
+    // An arrow up to the client, on purpose: `block_on` is tested on the calls it serves.
     use crate::client::Client;
     use crate::error::ErrorKind;
 

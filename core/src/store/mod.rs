@@ -8,6 +8,8 @@ pub(crate) mod memory;
 pub(crate) mod open;
 #[cfg(feature = "redis")]
 mod redis;
+// The one arrow from the store contract up into a store, on purpose: `Store::driven_link`
+// hands out the Redis store's own link (for `baton::ffi`), which no other store has.
 #[cfg(feature = "driven-link")]
 pub use self::redis::{DrivenLink, drive_here};
 #[cfg(feature = "redlock")]

@@ -175,7 +175,7 @@ impl Client {
     pub async fn yardsticks(&self, name: &str) -> Result<Vec<(&'static str, std::time::Duration)>> {
         self.ctx.check_open()?;
         let key = self.ctx.key(Family::Lock, name)?;
-        match self.ctx.backend.diagnostics() {
+        match self.ctx.store.diagnostics() {
             Some(d) => d.yardsticks(&key.name).await,
             None => Ok(Vec::new()),
         }
@@ -185,7 +185,7 @@ impl Client {
     /// waits ended by their predecessor's deletion, and `lock_wake_watch_events`, those
     /// of them seen as a watch event).
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.ctx.backend.diagnostics().map(|d| d.counters()).unwrap_or_default()
+        self.ctx.store.diagnostics().map(|d| d.counters()).unwrap_or_default()
     }
 
     /// Requests this client has sent to its store so far, a pipeline counting one (what
@@ -193,14 +193,14 @@ impl Client {
     /// (its command connection; the subscriber connection's SUBSCRIBE / UNSUBSCRIBE are
     /// not counted). `None` for the other stores.
     pub fn store_round_trips(&self) -> Option<u64> {
-        self.ctx.backend.diagnostics().and_then(|d| d.round_trips())
+        self.ctx.store.diagnostics().and_then(|d| d.round_trips())
     }
 
     /// Returns once the store steps that earlier calls left running in the background
     /// have ended (Redlock's nodes that answered after the quorum; nothing elsewhere), so
     /// that a benchmark does not time them into the next call.
     pub async fn settled(&self) {
-        if let Some(d) = self.ctx.backend.diagnostics() {
+        if let Some(d) = self.ctx.store.diagnostics() {
             d.settled().await;
         }
     }
@@ -210,6 +210,6 @@ impl Client {
     /// The store behind this client, for `baton::ffi`.
     #[cfg(feature = "driven-link")]
     pub(crate) fn store(&self) -> &dyn Store {
-        &*self.ctx.backend
+        &*self.ctx.store
     }
 }

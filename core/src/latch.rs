@@ -51,19 +51,19 @@ impl CountDownLatch {
             return Err(Error::invalid_argument(format!("latch `{}` count must be at least 1", self.name)));
         }
         let (ctx, key) = self.parts()?;
-        ctx.backend.latch_try_set(key, count).await
+        ctx.store.latch_try_set(key, count).await
     }
 
     /// Decrements the count (never below zero) and returns the new value.
     pub async fn count_down(&self) -> Result<u64> {
         let (ctx, key) = self.parts()?;
-        ctx.backend.latch_count_down(key).await
+        ctx.store.latch_count_down(key).await
     }
 
     /// The current count.
     pub async fn count(&self) -> Result<u64> {
         let (ctx, key) = self.parts()?;
-        ctx.backend.latch_count(key).await
+        ctx.store.latch_count(key).await
     }
 
     /// Waits until the count is zero.
@@ -86,9 +86,9 @@ impl CountDownLatch {
     }
 
     async fn wait_inner(&self, ctx: &Ctx, key: &Key, deadline: Option<Instant>) -> Result<()> {
-        let mut sub = ctx.backend.subscribe(key).await?;
+        let mut sub = ctx.store.subscribe(key).await?;
         loop {
-            if ctx.backend.latch_count(key).await? == 0 {
+            if ctx.store.latch_count(key).await? == 0 {
                 return Ok(());
             }
             let now = Instant::now();

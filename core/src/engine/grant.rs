@@ -84,7 +84,7 @@ impl Grant {
             return Err(lost(&self.held));
         }
         let sent = Instant::now();
-        if ctx.backend.renew(&self.held.key, &self.held.holder, lease).await? {
+        if ctx.store.renew(&self.held.key, &self.held.holder, lease).await? {
             self.held.extended(sent, lease);
             // A shorter lease than before: the keeper must look earlier than it planned.
             self.held.renewer.look_by(self.held.deadline());
@@ -112,7 +112,7 @@ async fn release(slot: Arc<Slot>, held: Arc<Held>, count: u32) -> Result<Release
     // Taking turns with the handle's attempts keeps the store's count and `held.holds`
     // comparable (see `Slot::counts_holds`).
     let _turn = slot.turn().await;
-    let out = ctx.backend.release(&held.key, &held.holder, count).await;
+    let out = ctx.store.release(&held.key, &held.holder, count).await;
     match out {
         Ok(Released::StillHeld(n)) => {
             let left = held.holds.fetch_sub(count, Ordering::SeqCst).saturating_sub(count);
@@ -122,7 +122,7 @@ async fn release(slot: Arc<Slot>, held: Arc<Held>, count: u32) -> Result<Release
             // Strays beyond the guards' holds: give them back too. Failing that, they end
             // with their lease, unrenewed once no guard is left.
             let freed = matches!(
-                ctx.backend.release(&held.key, &held.holder, n - left).await,
+                ctx.store.release(&held.key, &held.holder, n - left).await,
                 Ok(Released::Freed | Released::NotHeld)
             );
             if left > 0 {
@@ -186,7 +186,7 @@ mod tests {
             shared: false,
             token_floor: None,
         };
-        let got = spec.ctx.backend.acquire(&spec.key, &req).await.unwrap();
+        let got = spec.ctx.store.acquire(&spec.key, &req).await.unwrap();
         assert!(matches!(got, Attempt::Granted { .. }), "{got:?}");
     }
 

@@ -51,15 +51,15 @@ pub(crate) fn drift_margin(lease: Duration) -> Duration {
 /// The holder's local end of a lease of `lease` whose request was sent at `sent`: the
 /// store measured the lease from the moment the request reached it, later than `sent`,
 /// so this end comes before the store's by at least the margins.
-pub(crate) fn local_end(backend: &dyn Store, sent: Instant, lease: Duration) -> Instant {
-    let margin = drift_margin(lease) + backend.lease_margin(lease);
+pub(crate) fn local_end(store: &dyn Store, sent: Instant, lease: Duration) -> Instant {
+    let margin = drift_margin(lease) + store.lease_margin(lease);
     sent + lease.saturating_sub(margin)
 }
 
 /// What every handle of one client shares: the store, the runtime, the identity.
 #[derive(Debug)]
 pub(crate) struct Ctx {
-    pub(crate) backend: Arc<dyn Store>,
+    pub(crate) store: Arc<dyn Store>,
     pub(crate) rt: Rt,
     pub(crate) id: ClientId,
     pub(crate) url: StoreUrl,
@@ -74,11 +74,11 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn new(backend: Arc<dyn Store>, url: StoreUrl, defaults: Lease, prefix: String) -> Ctx {
+    pub(crate) fn new(store: Arc<dyn Store>, url: StoreUrl, defaults: Lease, prefix: String) -> Ctx {
         let rt = Rt::current();
         Ctx {
-            renewer: Arc::new(renewer::Renewer::start(&rt, backend.clone())),
-            backend,
+            renewer: Arc::new(renewer::Renewer::start(&rt, store.clone())),
+            store,
             rt,
             id: ClientId::random(),
             url,
@@ -141,12 +141,12 @@ impl Ctx {
         };
         for held in live {
             held.stop();
-            let _ = crate::rt::timeout(Duration::from_secs(5), self.backend.release(&held.key, &held.holder, u32::MAX))
+            let _ = crate::rt::timeout(Duration::from_secs(5), self.store.release(&held.key, &held.holder, u32::MAX))
                 .await;
             held.lost.cancel();
         }
         // Bounded: a store that cannot close cleanly must not hang the caller.
-        let _ = crate::rt::timeout(Duration::from_secs(5), self.backend.close()).await;
+        let _ = crate::rt::timeout(Duration::from_secs(5), self.store.close()).await;
     }
 
     fn track(&self, held: &Arc<Held>) {
@@ -175,7 +175,7 @@ impl Ctx {
     /// What the store says of `key`, under the name the user gave.
     pub(crate) async fn inspect(&self, key: &Key) -> Result<crate::Inspection> {
         self.check_open()?;
-        let mut info = self.backend.inspect(key).await?;
+        let mut info = self.store.inspect(key).await?;
         info.name = self.user_name(key).to_owned();
         Ok(info)
     }
@@ -310,7 +310,7 @@ pub(crate) struct Held {
     deadline: Mutex<Instant>,
     renewer: Arc<renewer::Renewer>,
     /// The store, for its lease margin (`Store::lease_margin`).
-    backend: Arc<dyn Store>,
+    store: Arc<dyn Store>,
     live_id: u64,
     /// Holds the guards sharing this grant have (re-entries add one each; locks only,
     /// see `Slot::counts_holds`).
@@ -321,7 +321,7 @@ impl Held {
     fn start(slot: &Arc<Slot>, token: FencingToken, started: Instant) -> Arc<Held> {
         let spec = &slot.spec;
         let length = spec.lease.length();
-        let deadline = Mutex::new(local_end(&*spec.ctx.backend, started, length));
+        let deadline = Mutex::new(local_end(&*spec.ctx.store, started, length));
         let lost = CancellationToken::new();
         let held = Arc::new(Held {
             key: spec.key.clone(),
@@ -331,7 +331,7 @@ impl Held {
             granted_at: started,
             deadline,
             renewer: spec.ctx.renewer.clone(),
-            backend: spec.ctx.backend.clone(),
+            store: spec.ctx.store.clone(),
             live_id: spec.ctx.next_live.fetch_add(1, Ordering::Relaxed),
             holds: std::sync::atomic::AtomicU32::new(1),
         });
@@ -341,7 +341,7 @@ impl Held {
         }
         // A store that learns of a loss by itself (a hold's connection closing) reports
         // it at once.
-        if let Some(gone) = spec.ctx.backend.loss_watch(&spec.key, &spec.holder) {
+        if let Some(gone) = spec.ctx.store.loss_watch(&spec.key, &spec.holder) {
             let (weak, lost) = (Arc::downgrade(&held), held.lost.clone());
             drop(spec.ctx.rt.spawn(async move {
                 tokio::select! {
@@ -379,6 +379,6 @@ impl Held {
 
     /// Moves the local lease end after a successful renewal or extend sent at `sent`.
     fn extended(&self, sent: Instant, lease: Duration) {
-        self.set_deadline(local_end(&*self.backend, sent, lease));
+        self.set_deadline(local_end(&*self.store, sent, lease));
     }
 }

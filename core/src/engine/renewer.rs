@@ -91,9 +91,9 @@ pub(crate) struct Renewer {
 }
 
 impl Renewer {
-    pub(crate) fn start(rt: &Rt, backend: Arc<dyn Store>) -> Renewer {
+    pub(crate) fn start(rt: &Rt, store: Arc<dyn Store>) -> Renewer {
         let shared = Arc::new(Shared::default());
-        let task = AbortOnDrop(rt.spawn(run(shared.clone(), backend)));
+        let task = AbortOnDrop(rt.spawn(run(shared.clone(), store)));
         Renewer { shared, _task: task }
     }
 
@@ -156,17 +156,17 @@ struct Due {
 }
 
 /// The renewal loop; ends when the `Renewer` (and so its `AbortOnDrop`) is dropped.
-async fn run(shared: Arc<Shared>, backend: Arc<dyn Store>) {
+async fn run(shared: Arc<Shared>, store: Arc<dyn Store>) {
     loop {
         let notified = shared.wake.notified();
         let Look { due, ask, next } = collect(&shared);
         // Each on its own: a store slow to answer must hold up neither the other
         // renewals nor this loop, which fires the lost signals at the deadlines.
         for (id, held) in ask {
-            crate::rt::spawn(check_ttl(shared.clone(), backend.clone(), id, held));
+            crate::rt::spawn(check_ttl(shared.clone(), store.clone(), id, held));
         }
         if !due.is_empty() {
-            crate::rt::spawn(renew(shared.clone(), backend.clone(), due));
+            crate::rt::spawn(renew(shared.clone(), store.clone(), due));
         }
         match next {
             Some(at) => {
@@ -243,9 +243,9 @@ fn collect(s: &Shared) -> Look {
 /// Asks the store about a ttl lease near its local deadline: an answer that arrives in
 /// time and moves the lease's end later (an extension from elsewhere) moves the local
 /// deadline; gone fires the lost signal; otherwise the deadline stands.
-async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: Arc<Held>) {
+async fn check_ttl(shared: Arc<Shared>, store: Arc<dyn Store>, id: u64, held: Arc<Held>) {
     let (sent, end) = (Instant::now(), held.deadline());
-    let left = timeout_at(end, lease_left(&*backend, &held.key, &held.holder)).await;
+    let left = timeout_at(end, lease_left(&*store, &held.key, &held.holder)).await;
     let mut entries = shared.entries();
     // Released or lapsed meanwhile: nothing to report.
     let Some(entry) = entries.map.get_mut(&id) else { return };
@@ -254,7 +254,7 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: 
     let mut again = None;
     match left {
         Ok(Some(Some(left))) => {
-            let later = super::local_end(&*backend, sent, left);
+            let later = super::local_end(&*store, sent, left);
             if later > end && held.deadline() == end {
                 held.set_deadline(later);
                 settled = None;
@@ -285,22 +285,22 @@ async fn check_ttl(shared: Arc<Shared>, backend: Arc<dyn Store>, id: u64, held: 
 /// What the store says is left of `holder`'s lease: `Some(None)` when it holds nothing,
 /// `Some(Some(left))` when it holds (zero when the store cannot tell: etcd reports whole
 /// seconds), `None` with no answer.
-async fn lease_left(backend: &dyn Store, key: &Key, holder: &str) -> Option<Option<Duration>> {
-    let info = backend.inspect(key).await.ok()?;
+async fn lease_left(store: &dyn Store, key: &Key, holder: &str) -> Option<Option<Duration>> {
+    let info = store.inspect(key).await.ok()?;
     Some(info.holders.iter().find(|h| h.owner == holder).map(|h| h.lease_left.unwrap_or_default()))
 }
 
 /// Sends one set of renewals. Each batch waits for its answer at most one renewal period
 /// (then it is retried, perhaps over a new connection); an answer counts from the moment
 /// its request was sent, and only while the grant is still live.
-async fn renew(shared: Arc<Shared>, backend: Arc<dyn Store>, mut due: Vec<Due>) {
+async fn renew(shared: Arc<Shared>, store: Arc<dyn Store>, mut due: Vec<Due>) {
     due.sort_by_key(|d| (d.lease, d.period));
     for chunk in due.chunk_by(|a, b| a.lease == b.lease).flat_map(|c| c.chunks(BATCH)) {
         let lease = chunk[0].lease;
         let patience = chunk.iter().map(|d| d.period).min().unwrap_or(lease).max(Duration::from_millis(100));
         let items: Vec<(Key, String)> = chunk.iter().map(|d| (d.held.key.clone(), d.held.holder.clone())).collect();
         let sent = Instant::now();
-        let out = match timeout(patience, backend.renew_many(&items, lease)).await {
+        let out = match timeout(patience, store.renew_many(&items, lease)).await {
             Ok(Ok(v)) if v.len() == items.len() => Some(v),
             _ => None,
         };

@@ -49,7 +49,7 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
     spec.ctx.check_open()?;
     let queued = matches!(wait, Wait::Until(_))
         && (matches!(spec.mode, Mode::Fair | Mode::Write)
-            || (spec.mode == Mode::Exclusive && spec.ctx.backend.queues_locks()));
+            || (spec.mode == Mode::Exclusive && spec.ctx.store.queues_locks()));
     let req = Request {
         holder: spec.holder.clone(),
         mode: spec.mode.clone(),
@@ -103,7 +103,7 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         if deadline.is_some_and(|d| now >= d) {
             if let Some(p) = place.as_mut() {
                 p.armed = false;
-                let _ = spec.ctx.backend.leave_queue(&spec.key, &spec.holder).await;
+                let _ = spec.ctx.store.leave_queue(&spec.key, &spec.holder).await;
             }
             crate::observe::timed_out(&spec.key, first.elapsed());
             return Err(Error::timeout(format!("timed out waiting for {}", spec.key)));
@@ -111,7 +111,7 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         let Some(s) = sub.as_mut() else {
             // Subscribe, then attempt again at once: a release between the first attempt
             // and the subscription would otherwise go unnoticed.
-            match spec.ctx.backend.subscribe_for(&spec.key, &req).await {
+            match spec.ctx.store.subscribe_for(&spec.key, &req).await {
                 Ok(s) => sub = Some(s),
                 Err(e) => outage.ride(e, wait).await?,
             }
@@ -189,17 +189,17 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, Turn)> {
     // Waiting for the turn sends nothing: a caller dropped here leaves nothing behind.
     let turn = slot.turn().await;
     let spec = &slot.spec;
-    let backend: Arc<dyn Store> = spec.ctx.backend.clone();
+    let store: Arc<dyn Store> = spec.ctx.store.clone();
     let (key, req, rt) = (spec.key.clone(), req.clone(), spec.ctx.rt.clone());
     let finish_on = spec.ctx.rt.clone();
     let mut answer = Finish(
         Some(Box::pin(async move {
-            let mut out = backend.acquire(&key, &req).await;
+            let mut out = store.acquire(&key, &req).await;
             if let Ok(Attempt::Granted { count, fresh: false, .. }) = &mut out
                 && let Some(expected) = turn.expected_after_grant()
                 && *count > expected
             {
-                match backend.release(&key, &req.holder, *count - expected).await {
+                match store.release(&key, &req.holder, *count - expected).await {
                     Ok(_) => *count = expected,
                     // Not handed out with strays a guard's release would leave behind: the
                     // next attempt or release of this handle gives them back.
@@ -208,7 +208,7 @@ async fn attempt(slot: &Arc<Slot>, req: &Request) -> Result<(Attempt, Turn)> {
             }
             // If the caller is gone, the answer is dropped with the task `Finish` handed
             // the rest to: `Answer::drop` gives the grant back.
-            Answer { out: Some(out), backend, key, req, rt, turn: Some(turn) }
+            Answer { out: Some(out), store, key, req, rt, turn: Some(turn) }
         })),
         finish_on,
     )
@@ -247,7 +247,7 @@ impl<T: Send + 'static> Drop for Finish<T> {
 /// A store's answer to an attempt; gives back a grant nobody took out of it.
 struct Answer {
     out: Option<Result<Attempt>>,
-    backend: Arc<dyn Store>,
+    store: Arc<dyn Store>,
     key: Key,
     req: Request,
     rt: crate::rt::Rt,
@@ -262,7 +262,7 @@ impl Drop for Answer {
         {
             // This attempt (re)took a queue place after the caller's own `QueuePlace`
             // may already have left the queue: leave again, after it.
-            let (b, k, h) = (self.backend.clone(), self.key.clone(), self.req.holder.clone());
+            let (b, k, h) = (self.store.clone(), self.key.clone(), self.req.holder.clone());
             self.rt.spawn(async move {
                 let _ = b.leave_queue(&k, &h).await;
             });
@@ -270,7 +270,7 @@ impl Drop for Answer {
         if let Some(Ok(Attempt::Granted { .. })) = self.out {
             // Exactly the hold this attempt took (a re-entry added one).
             let n = if matches!(self.req.mode, Mode::Permits { .. }) { u32::MAX } else { 1 };
-            let (b, k, h) = (self.backend.clone(), self.key.clone(), self.req.holder.clone());
+            let (b, k, h) = (self.store.clone(), self.key.clone(), self.req.holder.clone());
             let turn = self.turn.take();
             self.rt.spawn(async move {
                 let _ = b.release(&k, &h, n).await;
@@ -282,7 +282,7 @@ impl Drop for Answer {
 
 /// A queue place that is given up if the waiter goes away before being granted.
 struct QueuePlace {
-    backend: Arc<dyn Store>,
+    store: Arc<dyn Store>,
     key: Key,
     holder: String,
     rt: crate::rt::Rt,
@@ -293,7 +293,7 @@ impl QueuePlace {
     fn new(slot: &Slot) -> QueuePlace {
         let spec = &slot.spec;
         QueuePlace {
-            backend: spec.ctx.backend.clone(),
+            store: spec.ctx.store.clone(),
             key: spec.key.clone(),
             holder: spec.holder.clone(),
             rt: spec.ctx.rt.clone(),
@@ -305,7 +305,7 @@ impl QueuePlace {
 impl Drop for QueuePlace {
     fn drop(&mut self) {
         if self.armed {
-            let (b, k, h) = (self.backend.clone(), self.key.clone(), self.holder.clone());
+            let (b, k, h) = (self.store.clone(), self.key.clone(), self.holder.clone());
             self.rt.spawn(async move {
                 let _ = b.leave_queue(&k, &h).await;
             });

@@ -64,7 +64,7 @@ impl Fence {
 
     fn ops(&self) -> Result<&dyn FenceOps> {
         self.ctx.check_open()?;
-        self.ctx.backend.fence().ok_or_else(|| {
+        self.ctx.store.fence().ok_or_else(|| {
             Error::unsupported(format!(
                 "fenced writes need a store that compares and writes in one step (redis, etcd, zk, SQL, memory); \
                  `{}://` is not one: write to the resource's own store",

@@ -80,7 +80,7 @@ impl PermitSemaphore {
     pub async fn release(&self, id: &str) -> Result<()> {
         let pool = self.pool()?;
         pool.ctx.check_open()?;
-        match pool.ctx.backend.release(&pool.key, id, u32::MAX).await? {
+        match pool.ctx.store.release(&pool.key, id, u32::MAX).await? {
             Released::NotHeld => Err(Error::not_held(format!("no live permit `{id}` in {}", pool.key))),
             _ => Ok(()),
         }
@@ -94,7 +94,7 @@ impl PermitSemaphore {
         let pool = self.pool()?;
         let lease = crate::duration::validate_lease("permit lease", lease)?;
         pool.ctx.check_open()?;
-        if pool.ctx.backend.renew(&pool.key, id, lease).await? {
+        if pool.ctx.store.renew(&pool.key, id, lease).await? {
             Ok(())
         } else {
             Err(Error::not_held(format!("no live permit `{id}` in {}", pool.key)))

@@ -41,6 +41,7 @@ async fn raw() -> redis::cluster_async::ClusterConnection {
 /// over the masters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_of_one_primitive_share_a_slot() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_CLUSTER_URL");
     let c = Client::connect(&server()).await.unwrap();
     let mut con = raw().await;
     let name = unique("slot");
@@ -75,6 +76,7 @@ async fn keys_of_one_primitive_share_a_slot() {
 /// `InvalidArgument` from every kind, before any command; a `{tag}` is fine.
 #[tokio::test]
 async fn names_that_cannot_share_a_slot_are_refused() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_CLUSTER_URL");
     let c = Client::connect(&server()).await.unwrap();
     for bad in ["a{b", "a}b", "x{}y"] {
         let name = format!("{}{bad}", unique("brace"));
@@ -94,6 +96,7 @@ async fn names_that_cannot_share_a_slot_are_refused() {
 /// without loss.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_leases_renewed_across_slots() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_CLUSTER_URL");
     let c = Client::connect(&server()).await.unwrap();
     let opts = LockOptions::new().lease(Duration::from_millis(1500)).renew_every(Duration::from_millis(500));
     let base = unique("many");
@@ -111,6 +114,7 @@ async fn many_leases_renewed_across_slots() {
 /// connection goes to the first node that answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_node_down_still_wakes() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_CLUSTER_URL");
     let url = server().replacen("redis+cluster://", "redis+cluster://127.0.0.1:1,", 1);
     let url = format!("{url}{}connect_timeout=1s", if url.contains('?') { '&' } else { '?' });
     let (a, b) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
@@ -137,6 +141,7 @@ async fn first_node_down_still_wakes() {
 /// given back.
 #[tokio::test]
 async fn wait_replicas_without_replicas_refuses_grants() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_CLUSTER_URL");
     let c = Client::connect(&format!("{}?wait_replicas=1&wait_timeout=100ms", server())).await.unwrap();
     let name = unique("wait");
     let e = c.lock(&name).try_acquire().await.map(drop).unwrap_err();

@@ -118,6 +118,7 @@ if v == 0 then redis.call('publish', KEYS[2], ARGV[1]) end";
 /// of the two unlocks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_hold_blocks_baton_and_its_unlock_wakes_it() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton("").await;
     let name = "orders/42";
     let n = format!("{prefix}{name}");
@@ -165,6 +166,7 @@ async fn redisson_hold_blocks_baton_and_its_unlock_wakes_it() {
 /// `RFencedLock.getToken` reads it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn baton_hold_reads_back_as_redisson() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton("").await;
     let name = "jobs/7";
     let n = format!("{prefix}{name}");
@@ -218,6 +220,7 @@ async fn baton_hold_reads_back_as_redisson() {
 /// only on the head waiter's channel `redisson_lock__channel:{N}:<holder>`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_fair_unlock_wakes_the_baton_head_waiter() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton("").await;
     let name = "fair/1";
     let n = format!("{prefix}{name}");
@@ -263,6 +266,7 @@ async fn redisson_fair_unlock_wakes_the_baton_head_waiter() {
 /// baton waiter when it reaches zero; baton's `try_set_count` is Redisson's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_latch_wakes_baton_waiter() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton("&names=bare").await;
     let name = "boot";
     let n = format!("{prefix}{name}");
@@ -294,6 +298,7 @@ async fn redisson_latch_wakes_baton_waiter() {
 /// baton writer out and let baton readers in; a baton read hold reads back the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_readers_and_baton_rw_lock() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton("&names=bare").await;
     let name = "doc";
     let n = format!("{prefix}{name}");
@@ -346,6 +351,7 @@ async fn redisson_readers_and_baton_rw_lock() {
 /// wakes a baton waiter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_permits_and_baton_permit_semaphore() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     // `free=keep`: the count stays once every permit is back, as Redisson's clients expect
     // of a semaphore they share (by default baton removes a free semaphore's keys).
     let (c, prefix) = baton("&names=bare&free=keep").await;
@@ -399,6 +405,7 @@ async fn redisson_permits_and_baton_permit_semaphore() {
 /// Redisson made itself (`trySetPermits`) records no size and serves any.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn semaphore_size_beside_redissons_keys() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton("&names=bare").await;
     let n = format!("{prefix}parking");
     let (zset, meta) = (format!("{{{n}}}:timeout"), format!("{{{n}}}:baton"));
@@ -488,6 +495,7 @@ fn client_ms() -> u64 {
 /// queue ttl. Bracketed by this test's clock reads before and after the call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_clock_scores_as_redisson() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton("&names=bare&clock=client").await;
     let mut con = raw().await;
     let n = format!("{prefix}permits");
@@ -548,6 +556,7 @@ async fn client_clock_scores_as_redisson() {
 /// returned to the count afterwards (as Redisson's next acquire would).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_client_clock_entries_are_honoured() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     // `free=keep`: Redisson takes a permit of the semaphore baton made, after baton's
     // permit is back (by default baton would remove the free semaphore's count).
     let (c, prefix) = baton("&names=bare&clock=client&free=keep").await;
@@ -596,6 +605,7 @@ async fn redisson_client_clock_entries_are_honoured() {
 /// `?clock=` takes `server` or `client` only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clock_option_is_validated() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let url = server();
     let sep = if url.contains('?') { '&' } else { '?' };
     let e = Client::connect(&format!("{url}{sep}clock=local")).await.unwrap_err();

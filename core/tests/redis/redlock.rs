@@ -34,6 +34,7 @@ cross_process_suite!(crate::redlock::store);
 /// anything is written.
 #[tokio::test]
 async fn fair_locks_and_latches_are_unsupported() {
+    baton_testkit::needs_server!("BATON_TEST_REDLOCK_URL");
     let c = Client::connect(&server()).await.unwrap();
     let name = unique("rl-unsupported");
     expect_err(c.fair_lock(&name).try_acquire().await, ErrorKind::Unsupported, "fair locks are not available");
@@ -50,6 +51,7 @@ async fn fair_locks_and_latches_are_unsupported() {
 /// with no write-back of the token between them; tokens still grow.
 #[tokio::test]
 async fn an_uncontended_cycle_is_two_requests_a_node() {
+    baton_testkit::needs_server!("BATON_TEST_REDLOCK_URL");
     let c = Client::connect(&server()).await.unwrap();
     let nodes = server().trim_start_matches("redlock://").split(',').count() as u64;
     let lock = c.lock(&unique("rl-two-requests"));
@@ -73,6 +75,7 @@ async fn an_uncontended_cycle_is_two_requests_a_node() {
 /// URL forms and options: checked before any node is asked.
 #[tokio::test]
 async fn url_forms_and_options() {
+    baton_testkit::needs_server!("BATON_TEST_REDLOCK_URL");
     let base = server();
     for (opt, kind, needle) in [
         ("retry_count=-1", ErrorKind::InvalidArgument, "retry_count"),
@@ -105,6 +108,7 @@ async fn url_forms_and_options() {
 /// grant returns once a quorum granted; the other nodes' answers land just after.
 #[tokio::test]
 async fn each_node_holds_the_grant_and_the_token() {
+    baton_testkit::needs_server!("BATON_TEST_REDLOCK_URL");
     let url = server();
     let c = Client::connect(&url).await.unwrap();
     let name = unique("rl-layout");
@@ -139,6 +143,7 @@ async fn each_node_holds_the_grant_and_the_token() {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_lock_across_redlock_and_sqlite() {
+    baton_testkit::needs_server!("BATON_TEST_REDLOCK_URL");
     let dir = tempfile::tempdir().unwrap();
     let sql = Client::connect(&format!("sqlite://{}", dir.path().join("multi.db").display())).await.unwrap();
     let rl = Client::connect(&server()).await.unwrap();
@@ -180,6 +185,7 @@ async fn multi_lock_across_redlock_and_sqlite() {
 /// through clients whose URLs differ only in options, never deadlock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn multi_lock_order_ignores_url_options() {
+    baton_testkit::needs_server!("BATON_TEST_REDLOCK_URL");
     let (x, y) = (unique("rl-order-x"), unique("rl-order-y"));
     let plain = Client::connect(&server()).await.unwrap();
     let other = Client::connect(&with_option(&server(), "lease=20s&retry_count=5")).await.unwrap();

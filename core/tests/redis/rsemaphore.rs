@@ -66,6 +66,7 @@ async fn eval(con: &mut MultiplexedConnection, script: &str, keys: &[&str], args
 /// permits are taken from and given back to the same counter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_rsemaphore_and_baton_share_permits() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let prefix = format!("rsem:{}:", uuid::Uuid::new_v4().simple());
     let url = with_option(&with_option(&store().url, "names=bare"), &format!("prefix={prefix}"));
     let c = Client::connect(&url).await.unwrap();
@@ -104,6 +105,7 @@ async fn redisson_rsemaphore_and_baton_share_permits() {
 /// keeps its permit past any lease — only a release gives it back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashed_permits_stay_taken() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let url = store().url;
     let name = unique("gap");
     let n = name.clone();

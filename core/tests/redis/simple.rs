@@ -123,6 +123,7 @@ const FOREIGN_WAKE: Duration = Duration::from_secs(3);
 /// redis-py way (its compare-and-delete) lets baton in, with a fresh token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_py_hold_blocks_and_its_release_lets_baton_in() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton().await;
     let name = unique("py");
     let key = format!("{prefix}{name}");
@@ -158,6 +159,7 @@ async fn redis_py_hold_blocks_and_its_release_lets_baton_in() {
 /// expires (`PX`) lets baton in after its ttl.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_py_holds_with_and_without_ttl() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton().await;
     let mut con = raw().await;
     let name = unique("py-nottl");
@@ -188,6 +190,7 @@ async fn redis_py_holds_with_and_without_ttl() {
 /// keys those clients never read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn baton_hold_reads_back_as_redis_py_layout() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton().await;
     let mut con = raw().await;
     let name = unique("layout");
@@ -245,6 +248,7 @@ async fn baton_hold_reads_back_as_redis_py_layout() {
 /// and a redis-py client sees it held all along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_extends_simple_hold() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, prefix) = baton().await;
     let mut con = raw().await;
     let name = unique("watchdog");
@@ -264,6 +268,7 @@ async fn watchdog_extends_simple_hold() {
 /// in between.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_grow_simple() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let redis_py_hold = async |name: &str| {
         let mut con = raw().await;
         let token = redis_py_token();
@@ -282,6 +287,7 @@ async fn fencing_tokens_grow_simple() {
 /// `close` gives back simple holds (re-entered too) and the Redisson-layout kinds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_releases_simple() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let store = store();
     let (a, b) = (store.client().await, store.client().await);
     let n = unique("close");
@@ -302,6 +308,7 @@ async fn close_releases_simple() {
 /// which names the option; a bad `scheme` is `InvalidArgument`.
 #[tokio::test]
 async fn fair_lock_is_unsupported() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (c, _) = baton().await;
     let name = unique("fair");
     let fair = c.fair_lock(&name);

@@ -69,6 +69,7 @@ async fn url_forms() {
 /// password is one too.
 #[tokio::test]
 async fn connection_errors_hide_passwords() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let t0 = std::time::Instant::now();
     let e = Client::connect("redis://u:hunter2@127.0.0.1:1").await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
@@ -86,6 +87,7 @@ async fn connection_errors_hide_passwords() {
 /// 1 000 watchdog leases are renewed without loss (pipelined batches of 100).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_leases_renewed() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let url = prefixed("");
     let c = Client::connect(&url).await.unwrap();
     let opts = LockOptions::new().lease(Duration::from_millis(1500)).renew_every(Duration::from_millis(500));
@@ -111,6 +113,7 @@ async fn many_leases_renewed() {
 /// script each; stores that do not count say `None`.
 #[tokio::test]
 async fn round_trips_counted() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let c = Client::connect(&prefixed("")).await.unwrap();
     let lock = c.lock(&unique("trips"));
     let before = c.store_round_trips().unwrap();
@@ -126,6 +129,7 @@ async fn round_trips_counted() {
 /// than locks live under `semaphore:`, `rwlock:`, `latch:`.
 #[tokio::test]
 async fn bare_and_typed_names() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let (bare, typed) = (prefixed("names=bare"), prefixed(""));
     let pre = |url: &str| url.split("prefix=").nth(1).unwrap().split('&').next().unwrap().to_owned();
     let name = unique("names");

@@ -58,6 +58,7 @@ async fn drive(link: DrivenLink) {
 // being the only new one, which parallel tests opening links could break.
 #[tokio::test(flavor = "current_thread")]
 async fn a_driven_link_carries_the_calls_polled_where_it_is_installed() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let _one = crate::ONE_AT_A_TIME.lock().await;
     let mut admin = raw().await;
     let before = driven(&mut admin).await;

@@ -67,6 +67,7 @@ fn cycle(client: &Client, name: &str, here: bool) -> baton::Result<baton::Fencin
 
 #[test]
 fn blocking_calls_inside_drive_here_use_the_threads_own_connection() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let _one = crate::ONE_AT_A_TIME.blocking_lock();
     let mut admin = admin();
     let before = own(&mut admin);
@@ -139,6 +140,7 @@ fn blocking_calls_inside_drive_here_use_the_threads_own_connection() {
 /// (the late answers go to the requests that gave up on them).
 #[test]
 fn a_silent_server_times_out_the_own_connection_and_it_recovers() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let _one = crate::ONE_AT_A_TIME.blocking_lock();
     let relays = tokio::runtime::Runtime::new().unwrap();
     let relay = relays.block_on(baton_testkit::Relay::start(baton_testkit::target_of(&server())));

@@ -65,6 +65,7 @@ async fn cycle(client: &Client, name: &str) -> baton::Result<baton::FencingToken
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_calls_share_one_task_driven_connection() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let _one = crate::ONE_AT_A_TIME.lock().await;
     let mut admin = admin().await;
     let before = tasks(&mut admin).await;
@@ -180,6 +181,7 @@ async fn async_calls_share_one_task_driven_connection() {
 /// and its `WAIT` both take the multiplexed connection; no `baton-task` link opens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_waits_for_replicas_opens_none() {
+    baton_testkit::needs_server!("BATON_TEST_REDIS_URL");
     let _one = crate::ONE_AT_A_TIME.lock().await;
     let mut admin = admin().await;
     let before = tasks(&mut admin).await;

@@ -141,6 +141,7 @@ async fn both_ways<G, F, Fut>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Curator harness: scripts/test zk-interop"]
 async fn mutex_both_ways() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let name = unique("curator-mutex");
     let c = Client::connect(&url()).await.unwrap();
     let lock = c.lock(&name);
@@ -158,6 +159,7 @@ async fn mutex_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Curator harness: scripts/test zk-interop"]
 async fn rw_lock_both_ways_and_readers_share() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let name = unique("curator-rw");
     let c = Client::connect(&url()).await.unwrap();
     // Curator's writer against baton's reader, both ways.
@@ -194,6 +196,7 @@ async fn rw_lock_both_ways_and_readers_share() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Curator harness: scripts/test zk-interop"]
 async fn semaphore_v2_both_ways() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let name = unique("curator-sem");
     let c = Client::connect(&url()).await.unwrap();
     // Two permits: baton takes one beside Curator's, then a second baton waiter waits.

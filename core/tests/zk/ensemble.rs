@@ -37,6 +37,7 @@ async fn one_client_per_member() -> Vec<baton::Client> {
 // milliseconds, so most rounds would pass without the `sync`; one that does not fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_through_one_member_are_found_through_another() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_ENSEMBLE_URL");
     use baton::LockOptions;
     use baton_testkit::behaviour::unique;
     use std::time::Duration;

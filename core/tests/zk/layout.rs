@@ -39,6 +39,7 @@ fn is_protected(child: &str, lock_name: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutex_rw_and_semaphore_nodes_are_curators() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let (c, z) = (Client::connect(&url()).await.unwrap(), raw().await);
     let name = unique("zk-layout");
     let g = c.lock(&name).acquire().await.unwrap();
@@ -75,6 +76,7 @@ async fn mutex_rw_and_semaphore_nodes_are_curators() {
 /// Curator-style contender queued behind baton's holder is not first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_style_contender_and_baton_exclude_each_other() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let (c, z) = (Client::connect(&url()).await.unwrap(), raw().await);
     let name = unique("zk-curator");
     let dir = format!("/{name}");
@@ -112,6 +114,7 @@ async fn curator_style_contender_and_baton_exclude_each_other() {
 /// the next attempt finds the node by its protected-mode id and takes it, leaving no orphan.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_create_answer_is_recovered_by_guid() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let (c, z) = (Client::connect(&url()).await.unwrap(), raw().await);
     let name = unique("zk-guid");
     let owner = format!("owner-{}", uuid::Uuid::new_v4().simple());
@@ -130,6 +133,7 @@ async fn lost_create_answer_is_recovered_by_guid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chroot_and_digest_auth() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let z = raw().await;
     let root = unique("zk-chroot");
     let host = url().trim_start_matches("zk://").to_owned();
@@ -162,6 +166,7 @@ async fn chroot_and_digest_auth() {
 
 #[tokio::test]
 async fn bad_urls_and_names() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     for (u, kind) in [
         ("zk://", ErrorKind::InvalidUrl),
         ("zk://h:0", ErrorKind::InvalidUrl),
@@ -196,6 +201,7 @@ async fn bad_urls_and_names() {
 /// readers back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vanished_waiter_node_is_skipped() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let (c, z) = (Client::connect(&url()).await.unwrap(), raw().await);
     let name = unique("zk-vanished");
     let g = c.fair_lock(&name).acquire().await.unwrap();
@@ -292,6 +298,7 @@ async fn closed_port_fails_within_connect_timeout() {
 /// session-bounded local end nears), exclude others, and release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ttl_leases_beyond_fifty_session_timeouts_hold() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     // 4 s: the old bound refused every ttl from 200 s on.
     let c = Client::connect(&format!("{}?session_timeout=4s", url())).await.unwrap();
     let other = Client::connect(&url()).await.unwrap();
@@ -325,6 +332,7 @@ async fn ttl_leases_beyond_fifty_session_timeouts_hold() {
 /// `/%`): it neither disturbs `V`'s semaphore or latch nor is disturbed by them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_of_the_layouts_own_nodes_are_refused_or_escaped() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let (c, other) = (Client::connect(&url()).await.unwrap(), Client::connect(&url()).await.unwrap());
     let v = unique("zk-collide");
     let g = c.lock(&v).acquire().await.unwrap();
@@ -413,6 +421,7 @@ async fn until_waiters(c: &Client, name: &str, n: usize) {
 /// runtime at once (a process exiting). The waiter behind both is granted promptly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_that_give_up_leave_no_place() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let name = unique("zk-gone-waiter");
     let holder = Client::connect(&url()).await.unwrap();
     let g = holder.lock(&name).acquire().await.unwrap();
@@ -471,6 +480,7 @@ async fn waiters_that_give_up_leave_no_place() {
 /// owner's nodes refuse the wrong password with `Connection` too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_digest_credentials_are_refused() {
+    baton_testkit::needs_server!("BATON_TEST_ZK_URL");
     let host = url().trim_start_matches("zk://").to_owned();
     let root = unique("zk-creds");
     let right = "right-pw-1";

@@ -14,6 +14,7 @@ pub mod etcd;
 mod etcd_cluster;
 mod relay;
 mod servers;
+pub mod skip;
 
 pub use baton_lab::{FakeClock, OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, OwnRedis, OwnZk};
 pub use etcd_cluster::{OwnEtcdCluster, etcd_leader};

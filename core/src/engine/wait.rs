@@ -28,6 +28,11 @@ impl Wait {
         let d = crate::duration::validate("timeout", d)?;
         Ok(Wait::Until(Some(Instant::now() + d)))
     }
+
+    /// At most `timeout` when there is one, else until granted.
+    pub(crate) fn within(timeout: Option<Duration>) -> Result<Wait> {
+        timeout.map_or(Ok(Wait::Until(None)), Wait::timeout)
+    }
 }
 
 /// Re-checks at least this often even when the store says nothing (a lost notification,

@@ -55,17 +55,30 @@ impl PermitSemaphore {
 
     /// Waits for a permit held under the handle's lease (watchdog unless a ttl was set).
     pub async fn acquire(&self) -> Result<Permit> {
-        self.take(None, Wait::Until(None)).await?.ok_or_else(|| timed_out(&self.name))
+        self.acquire_within(None, None).await
     }
 
     /// Waits for a permit that expires `lease` after it is granted unless extended.
     pub async fn acquire_lease(&self, lease: Duration) -> Result<Permit> {
-        self.take(Some(lease), Wait::Until(None)).await?.ok_or_else(|| timed_out(&self.name))
+        self.acquire_within(None, Some(lease)).await
     }
 
     /// Waits at most `timeout`.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Permit> {
-        self.take(None, Wait::timeout(timeout)?).await?.ok_or_else(|| timed_out(&self.name))
+        self.acquire_within(Some(timeout), None).await
+    }
+
+    /// Waits at most `timeout` for a permit that expires `lease` after it is granted unless
+    /// extended.
+    pub async fn acquire_lease_timeout(&self, lease: Duration, timeout: Duration) -> Result<Permit> {
+        self.acquire_within(Some(timeout), Some(lease)).await
+    }
+
+    /// Waits for a permit, at most `timeout` when there is one, held for `lease` when there
+    /// is one (else under the handle's lease): a host language's optional arguments, passed
+    /// as they come.
+    pub async fn acquire_within(&self, timeout: Option<Duration>, lease: Option<Duration>) -> Result<Permit> {
+        self.take(lease, Wait::within(timeout)?).await?.ok_or_else(|| timed_out(&self.name))
     }
 
     /// One attempt.
@@ -114,5 +127,42 @@ impl PermitSemaphore {
     /// Live permits (with ids and lease left) and the last token.
     pub async fn inspect(&self) -> Result<Inspection> {
         self.pool()?.inspect().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::client::Client;
+    use crate::error::ErrorKind;
+
+    /// A timeout and a lease together: the wait ends at the timeout while the permits are
+    /// taken, and a permit granted within it ends with its own lease.
+    #[tokio::test]
+    async fn acquire_within_takes_a_timeout_and_a_lease_together() {
+        let c = Client::connect(&format!("memory://within-{}", uuid::Uuid::new_v4())).await.unwrap();
+        let sem = c.permit_semaphore("p", 1);
+        let (timeout, lease) = (Some(Duration::from_millis(100)), Some(Duration::from_millis(300)));
+        let p = sem.acquire_within(timeout, lease).await.unwrap();
+        let left = sem.inspect().await.unwrap().holders[0].lease_left.unwrap();
+        assert!(left <= Duration::from_millis(300), "{left:?}");
+        let err = sem.acquire_within(timeout, lease).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+        p.release().await.unwrap();
+        let q = sem.acquire_lease_timeout(Duration::from_secs(5), Duration::from_secs(5)).await.unwrap();
+        assert_eq!(sem.available().await.unwrap(), 0);
+        q.release().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn acquire_many_within_waits_at_most_its_timeout() {
+        let c = Client::connect(&format!("memory://many-within-{}", uuid::Uuid::new_v4())).await.unwrap();
+        let sem = c.semaphore("s", 3);
+        let two = sem.acquire_many_within(2, None).await.unwrap();
+        let err = sem.acquire_many_within(2, Some(Duration::from_millis(50))).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+        two.release().await.unwrap();
+        sem.acquire_many_within(3, Some(Duration::from_millis(50))).await.unwrap().release().await.unwrap();
     }
 }

@@ -120,7 +120,13 @@ impl Semaphore {
 
     /// Waits for `count` permits at once (`InvalidArgument` for 0 or more than the total).
     pub async fn acquire_many(&self, count: u32) -> Result<Permit> {
-        self.take(count, Wait::Until(None)).await?.ok_or_else(|| timed_out(&self.name))
+        self.acquire_many_within(count, None).await
+    }
+
+    /// Waits for `count` permits, at most `timeout` when there is one (a host language's
+    /// optional timeout, passed as it comes).
+    pub async fn acquire_many_within(&self, count: u32, timeout: Option<Duration>) -> Result<Permit> {
+        self.take(count, Wait::within(timeout)?).await?.ok_or_else(|| timed_out(&self.name))
     }
 
     /// Waits at most `timeout` for one permit.
@@ -130,7 +136,7 @@ impl Semaphore {
 
     /// Waits at most `timeout` for `count` permits.
     pub async fn acquire_many_timeout(&self, count: u32, timeout: Duration) -> Result<Permit> {
-        self.take(count, Wait::timeout(timeout)?).await?.ok_or_else(|| timed_out(&self.name))
+        self.acquire_many_within(count, Some(timeout)).await
     }
 
     /// One attempt at one permit.

@@ -39,19 +39,15 @@ mod getset_timestamp;
 mod hooks;
 mod lab_lock;
 mod matrix;
-mod port;
 mod raw;
 mod scheme;
-mod servers;
 mod set_nx_px;
 mod set_nx_px_lua;
 mod set_nx_px_owned;
 mod setnx;
 mod setnx_expire;
 mod sql;
-mod sql_servers;
 mod torture;
-mod zk_servers;
 
 pub use baton_lock::BatonLock;
 pub use clock::Clock;
@@ -60,14 +56,15 @@ pub use getset_timestamp::GetsetTimestamp;
 pub use hooks::{Gate, Hooks, Point};
 pub use lab_lock::LabLock;
 pub use matrix::{Cell, Flaw, Matrix, Property, Row};
-pub use port::free_loopback_port;
 pub use scheme::{Database, Scheme};
-pub use servers::{FakeClock, OwnRedis, TlsFiles, faketime_available, faketime_lib, redis_server_available};
 pub use set_nx_px::SetNxPx;
 pub use set_nx_px_lua::SetNxPxLua;
 pub use set_nx_px_owned::SetNxPxOwned;
 pub use setnx::Setnx;
 pub use setnx_expire::SetnxExpire;
-pub use sql_servers::{OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, own_mariadb_available, own_postgres_available};
 pub use torture::{Config, run};
-pub use zk_servers::{OwnZk, zookeeper_available};
+// The servers the harness starts, from the crate the tests share with it (names kept).
+pub use baton_servers::{
+    FakeClock, OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, OwnRedis, OwnZk, TlsFiles, faketime_available, faketime_lib,
+    free_loopback_port, own_mariadb_available, own_postgres_available, redis_server_available, zookeeper_available,
+};

@@ -22,12 +22,12 @@ use crate::lab_lock::LabLock;
 use crate::matrix::{Cell, Flaw, Matrix, Property, Row};
 use crate::raw::Raw;
 use crate::scheme::{Database, Scheme};
-use crate::servers::{OwnRedis, faketime_available, faketime_lib, redis_server_available};
 use crate::sql::{self, Databases};
-use crate::sql_servers::{OwnMariaDb, OwnPostgres, own_mariadb_available, own_postgres_available};
-use crate::zk_servers::{OwnZk, zookeeper_available};
 use baton::StoreUrl;
 use baton::{Error, ErrorKind, Result};
+use baton_servers::{OwnMariaDb, OwnPostgres, own_mariadb_available, own_postgres_available};
+use baton_servers::{OwnRedis, faketime_available, faketime_lib, redis_server_available};
+use baton_servers::{OwnZk, zookeeper_available};
 
 /// The lease of holders that must keep theirs through a scenario.
 const LONG_TTL: Duration = Duration::from_secs(30);

@@ -5,7 +5,7 @@
 //! the behaviour suite every store runs ([`behaviour_suite!`], [`cross_process_suite!`])
 //! and the etcd store's checks ([`etcd_suite!`]).
 //!
-//! `OwnRedis` itself is `baton_lab::OwnRedis`, re-exported: the lab starts the same
+//! `OwnRedis` itself is `baton_servers::OwnRedis`, re-exported: the lab starts the same
 //! servers at run time, and this crate (never published) depends on the lab rather than
 //! the other way round, so that the lab and the CLI stay publishable.
 
@@ -16,7 +16,7 @@ mod relay;
 mod servers;
 pub mod skip;
 
-pub use baton_lab::{FakeClock, OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, OwnRedis, OwnZk};
+pub use baton_servers::{FakeClock, OWN_TLS_PASSWORD, OwnMariaDb, OwnPostgres, OwnRedis, OwnZk};
 pub use etcd_cluster::{OwnEtcdCluster, etcd_leader};
 pub use relay::{Relay, target_of};
 pub use servers::{

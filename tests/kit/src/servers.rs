@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use baton_lab::{FakeClock, OwnRedis, TlsFiles};
+use baton_servers::{FakeClock, OwnRedis, TlsFiles};
 
 /// Whether the tools are there. Absent: a failure under CI, elsewhere a skip (false).
 pub fn tools_present(tools: &[&str]) -> bool {
@@ -29,7 +29,7 @@ pub fn tools_present(tools: &[&str]) -> bool {
 
 /// libfaketime's preload library. Absent: a failure under CI, elsewhere a skip (None).
 pub fn faketime_lib() -> Option<&'static str> {
-    let lib = baton_lab::faketime_lib();
+    let lib = baton_servers::faketime_lib();
     if lib.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -51,7 +51,8 @@ pub fn redlock_url<'a>(nodes: impl IntoIterator<Item = &'a OwnRedis>) -> String 
 /// A free loopback port in 10000–19999 for a server to bind next, never the same twice in
 /// this process (the lab's rule: below Linux's ephemeral range).
 pub fn free_port() -> u16 {
-    baton_lab::free_loopback_port().expect("no free loopback port (10000-19999, or BATON_PORT_RANGE) after 1000 tries")
+    baton_servers::free_loopback_port()
+        .expect("no free loopback port (10000-19999, or BATON_PORT_RANGE) after 1000 tries")
 }
 
 /// A CA and a server certificate for 127.0.0.1 / localhost signed by it (P-256 keys:

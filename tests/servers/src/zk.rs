@@ -59,7 +59,7 @@ impl OwnZk {
     ///
     /// # Errors
     /// As [`OwnZk::start`].
-    pub async fn start_tls(tls: crate::TlsFiles<'_>, client_auth: bool) -> Result<(OwnZk, u16)> {
+    pub async fn start_tls(tls: crate::redis_server::TlsFiles<'_>, client_auth: bool) -> Result<(OwnZk, u16)> {
         let dir = tempfile::Builder::new().prefix("baton-lab-zk-tls-").tempdir().map_err(backend)?;
         // ZooKeeper's PEM key store takes the key and the certificate in one file.
         let keystore = dir.path().join("keystore.pem");
@@ -154,7 +154,7 @@ impl OwnZk {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        crate::servers::die_with_parent(&mut cmd);
+        crate::redis_server::die_with_parent(&mut cmd);
         cmd.spawn().map_err(|e| Error::new(ErrorKind::Unsupported, format!("lab: cannot start java ({e})")))
     }
 

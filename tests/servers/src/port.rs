@@ -1,5 +1,5 @@
-//! Loopback ports for servers baton starts itself: the lab's (`servers`) and the tests'
-//! (baton's test kit uses this one rule too).
+//! Loopback ports for servers baton starts itself: the lab's and the tests' (baton's test
+//! kit), one rule.
 
 use std::collections::BTreeSet;
 use std::net::TcpListener;

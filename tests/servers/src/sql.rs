@@ -4,9 +4,6 @@
 //! (`mariadb-install-db`, `mariadbd`), each in a temporary directory, on a free loopback
 //! port, run as the `postgres`/`mysql` user when the lab runs as root (both refuse root),
 //! killed when dropped. Either can serve TLS only (`start_tls`), for the SQL TLS tests.
-//!
-//! (The test kit has its own `OwnPostgres`/`OwnMariaDb`; the lab cannot depend on the kit,
-//! which depends on the lab.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,13 +11,13 @@ use std::time::Duration;
 
 use baton::{Error, ErrorKind, Result};
 
-use crate::TlsFiles;
+use crate::redis_server::TlsFiles;
 
 /// The password of the servers' TLS-only users (the URLs of `start_tls` servers carry it).
 pub const OWN_TLS_PASSWORD: &str = "lab-tls-secret";
 
 fn free_port() -> Result<u16> {
-    crate::free_loopback_port().ok_or_else(|| backend("no free loopback port after 1000 tries"))
+    crate::port::free_loopback_port().ok_or_else(|| backend("no free loopback port after 1000 tries"))
 }
 
 fn backend(what: impl std::fmt::Display) -> Error {
@@ -328,7 +325,7 @@ impl OwnMariaDb {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        crate::servers::die_with_parent(&mut c);
+        crate::redis_server::die_with_parent(&mut c);
         self.child = Some(c.spawn().map_err(|e| backend(format!("mariadbd: {e}")))?);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {

@@ -299,8 +299,7 @@ impl OwnRedis {
     }
 
     async fn info(&self) -> Result<String> {
-        let mut raw = crate::raw::Raw::open(&self.url(), "").await?;
-        raw.query(redis::cmd("INFO").arg("replication")).await
+        query(&self.url(), redis::cmd("INFO").arg("replication")).await
     }
 
     /// `redis://127.0.0.1:<port>` (no user).
@@ -368,8 +367,7 @@ impl OwnRedis {
     /// # Errors
     /// `Connection` / `Backend` from the server.
     pub async fn promote(&mut self) -> Result<()> {
-        let mut raw = crate::raw::Raw::open(&self.url(), "").await?;
-        let _: String = raw.query(redis::cmd("REPLICAOF").arg("NO").arg("ONE")).await?;
+        let _: String = query(&self.url(), redis::cmd("REPLICAOF").arg("NO").arg("ONE")).await?;
         // A later restart comes back as a master too.
         if let Some(i) = self.args.iter().position(|a| a == "--replicaof") {
             self.args.drain(i..i + 3);
@@ -403,4 +401,23 @@ pub(crate) fn die_with_parent(_cmd: &mut Command) {}
 fn free_port() -> Result<u16> {
     crate::port::free_loopback_port()
         .ok_or_else(|| Error::new(ErrorKind::Backend, "lab: no free loopback port in 10000-19999 after 1000 tries"))
+}
+
+/// One command to the server at `url` on a connection of its own, bounded (a dead server
+/// fails in seconds), its errors mapped as the lab's clients map theirs.
+async fn query<T: redis::FromRedisValue>(url: &str, cmd: &redis::Cmd) -> Result<T> {
+    let err = |e: redis::RedisError| {
+        let kind = if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+            ErrorKind::Connection
+        } else {
+            ErrorKind::Backend
+        };
+        Error::new(kind, format!("lab: {url}: {e}")).with_source(e)
+    };
+    let client = redis::Client::open(url).map_err(err)?;
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    let mut con = client.get_multiplexed_async_connection_with_config(&config).await.map_err(err)?;
+    cmd.query_async(&mut con).await.map_err(err)
 }

@@ -1265,3 +1265,37 @@ fn without_a_cgroup_the_subreaper_walk_stops_the_whole_tree() {
     failures.extend(check_quiet(&log, killed + 200_000_000, "no cgroup, SIGKILL").err());
     all_pass(&failures);
 }
+
+/// cli/README.md's `## Use` sample (what the archives ship as README.md) runs as written,
+/// with this build's `baton` first on PATH and BATON_URL naming a fresh SQLite file.
+#[test]
+fn readme_sample_runs() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("cli/README.md");
+    let sample = readme
+        .split_once("## Use\n\n```sh\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(sample, _)| sample)
+        .expect("cli/README.md has a ```sh sample under ## Use");
+    let dir = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_baton")).parent().expect("bin dir");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let out = run_to_end(
+        Command::new("sh")
+            .args(["-e", "-c", sample])
+            .current_dir(dir.path())
+            .env("PATH", path)
+            .env("BATON_URL", sqlite_url(dir.path(), "readme.db")),
+        // The demo's three rounds take ~4 s here; the bound only catches a hang.
+        Duration::from_secs(120),
+        "cli/README.md's sample",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", stderr(&out));
+    let token_line = stdout.lines().find(|l| l.starts_with("token ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(token_line.ends_with(" for nightly-report"), "{token_line}");
+    token_line["token ".len()..].split(' ').next().unwrap().parse::<u64>().expect("a numeric fencing token");
+    for line in ["ran", "within the lease", "  holder:      none (free)"] {
+        assert!(stdout.lines().any(|l| l == line), "no line {line:?} in: {stdout}");
+    }
+    assert!(stdout.contains("no oversell"), "the demo's locked round: {stdout}");
+}

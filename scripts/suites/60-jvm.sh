@@ -5,7 +5,7 @@
 # (behaviour × memory/sqlite/redis/etcd, errors, cancellation, leaks, real Redisson in the
 # same JVM), one jar with the library inside plus sources and javadoc jars — then the
 # consumer project tests/jvm-consumer/, which depends on the installed artifact by
-# coordinates only and runs the README's Kotlin and Java quick starts, and the Gradle build
+# coordinates only and runs bindings-kotlin/README.md's Kotlin and Java quick starts, and the Gradle build
 # tests/gradle-consumer/ (Debian's gradle 4.4.1), which runs the Java one on SQLite from
 # mavenLocal() and Maven Central. The native library is
 # the test build's (`BATON_PACKAGE_BUILD=test scripts/package jvm`: dev profile, on the

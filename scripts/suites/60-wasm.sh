@@ -3,7 +3,7 @@
 # wasm/pkg-node (installing the wasm32 target, wasm-bindgen-cli and TypeScript if missing),
 # then in headless Chromium (Debian's chromium + chromium-driver): the core's browser tests
 # (wasm-bindgen-test, memory:// and the services' etcd through its JSON gateway), the
-# JavaScript API from a plain page, README.md's browser sample, the demo page (screenshot:
+# JavaScript API from a plain page, wasm/README.md's browser sample, the demo page (screenshot:
 # target/wasm-demo.png), locks shared with the native CLI over etcd+http:// both ways, and
 # the Node package on the Node quick start (wasm/test/run.mjs).
 

@@ -1,4 +1,5 @@
 //! With the `metrics` feature, grants, waits, holds, timeouts and losses are recorded.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap that fails is a failing test
 
 use std::time::Duration;
 

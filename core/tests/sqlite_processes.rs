@@ -5,6 +5,7 @@
 //! offset, never seeing a live lease as expired. The other processes are this test binary
 //! re-executed to run `child_process`.
 #![cfg(feature = "sqlite")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap that fails is a failing test
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

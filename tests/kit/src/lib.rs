@@ -9,6 +9,9 @@
 //! servers at run time, and this crate (never published) depends on the lab rather than
 //! the other way round, so that the lab and the CLI stay publishable.
 
+// Test support: an unwrap that fails is a failing test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 pub mod behaviour;
 pub mod etcd;
 mod etcd_cluster;

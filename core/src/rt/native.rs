@@ -53,6 +53,9 @@ pub fn global() -> &'static Runtime {
     #[cfg(unix)]
     register_fork_hook();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    // The one panic of the runtime seam, documented above: without threads there is no
+    // runtime to report an error on.
+    #[allow(clippy::expect_used)]
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("baton-rt")

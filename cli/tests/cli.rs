@@ -3,6 +3,9 @@
 //! Time bounds are generous (several times what a loaded 2-core machine needs) because
 //! they only catch hangs; the properties themselves are checked on recorded data.
 
+// The helpers beside the tests fail the test that calls them by panicking, as the tests do.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

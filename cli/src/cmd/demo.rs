@@ -264,7 +264,8 @@ async fn round(n: u32, lock: bool, fenced: bool, args: &Args, url: &str, stock_f
         }
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start a buyer: {e}")))?;
-        let out = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+        let stdout = child.stdout.take().ok_or_else(|| Failure::new(exit::SOFTWARE, "a buyer's stdout is not piped"))?;
+        let out = BufReader::new(stdout).lines();
         buyers.push((child, out));
     }
     let started = std::time::Instant::now();
@@ -307,7 +308,9 @@ async fn race(buyers: &mut [Buyer]) -> Result<Vec<Sale>, Failure> {
     }
     let start = unix_nanos() + 30_000_000;
     for (child, _) in buyers.iter_mut() {
-        let stdin = child.stdin.as_mut().expect("stdin is piped");
+        let Some(stdin) = child.stdin.as_mut() else {
+            return Err(Failure::new(exit::SOFTWARE, "a buyer's stdin is not piped"));
+        };
         if stdin.write_all(format!("{start}\n").as_bytes()).await.is_err() {
             return Err(buyer_failed(child).await);
         }

@@ -27,6 +27,8 @@ pub(super) struct Sample {
     pub(super) began: SystemTime,
 }
 
+// Constant bounds: new_with_bounds fails only for low < 1, high < 2 * low or sigfig > 5.
+#[allow(clippy::expect_used)]
 fn histogram() -> Histogram<u64> {
     // 1 ns .. 1 h at 3 significant digits.
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static histogram bounds are valid")

@@ -264,7 +264,8 @@ async fn round(n: u32, lock: bool, fenced: bool, args: &Args, url: &str, stock_f
         }
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot start a buyer: {e}")))?;
-        let stdout = child.stdout.take().ok_or_else(|| Failure::new(exit::SOFTWARE, "a buyer's stdout is not piped"))?;
+        let stdout =
+            child.stdout.take().ok_or_else(|| Failure::new(exit::SOFTWARE, "a buyer's stdout is not piped"))?;
         let out = BufReader::new(stdout).lines();
         buyers.push((child, out));
     }

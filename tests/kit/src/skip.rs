@@ -37,7 +37,10 @@ pub fn report(why: &str) {
 extern "C" fn print_count() {
     let why = WHAT.lock().map(|w| w.iter().cloned().collect::<Vec<_>>().join("; ")).unwrap_or_default();
     let n = COUNT.load(Ordering::Relaxed);
-    let _ = writeln!(std::io::stderr(), "SKIPPED {n} tests of this binary ({why}): libtest counted them in \"passed\" above, they did not run");
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {n} tests of this binary ({why}): libtest counted them in \"passed\" above, they did not run"
+    );
 }
 
 /// Whether `var` is unset (the test is then counted as skipped: see [`report`]).

@@ -338,7 +338,7 @@ const SERVER_LOSS_TTL: Duration = Duration::from_secs(300);
 ///   the restart forgot the hold (✗ `RestartForgotLock`, reported first). Their tokens come
 ///   from the counter table, which survives, so B's token is larger (checked here: else
 ///   ✗ fenced) and a fenced resource still refuses A; with a watchdog lease the lost
-///   signal reaches A at its next renewal (core/tests/sql_schemes_faults.rs checks it; the
+///   signal reaches A at its next renewal (core/tests/sql/schemes/faults.rs checks it; the
 ///   lab's holders hold a fixed ttl, renewed by nobody).
 async fn server_loss(lab: &Lab, mut server: OwnServer<'_>, f: &mut Findings) -> Result<()> {
     let url = sql::row_url(&server.url(), lab.scheme);

@@ -27,7 +27,7 @@ TEST_GROUPS=(
     "rest:*"
 )
 # The servers a group's tests start themselves take ports from the group's own range
-# (BATON_PORT_RANGE, read by baton_lab::free_loopback_port).
+# (BATON_PORT_RANGE, read by baton_servers::free_loopback_port).
 declare -A GROUP_PORTS=([redis]=10000-13999 [rest]=14000-19999)
 
 TEST_BINARIES="$ROOT/target/test-binaries.tsv"

@@ -11,45 +11,48 @@ use crate::call;
 use crate::errors::FfiError;
 use crate::live::Live;
 
-/// The methods every guard shares, over its `cell` field (a second exported impl block).
+/// The methods every guard shares, over its `cell` field or the path given (a second exported impl block).
 macro_rules! guard_methods {
     ($T:ident) => {
+        $crate::guard::guard_methods!($T, cell);
+    };
+    ($T:ident, $($cell:ident).+) => {
         #[uniffi::export]
         impl $T {
             /// Releases; fails with `LockLost` if the lease had been lost, `NotHeld` if this
             /// guard was released already.
             pub async fn release(&self) -> Result<(), $crate::errors::FfiError> {
-                $crate::call::run(self.cell.clone().release(true)).await
+                $crate::call::run(self.$($cell).+.clone().release(true)).await
             }
 
             /// Releases unless released already.
             pub async fn dispose(&self) -> Result<(), $crate::errors::FfiError> {
-                $crate::call::run(self.cell.clone().release(false)).await
+                $crate::call::run(self.$($cell).+.clone().release(false)).await
             }
 
             /// [`release`](Self::release), blocking the calling thread (`call::block`).
             pub fn release_blocking(&self) -> Result<(), $crate::errors::FfiError> {
-                $crate::call::block(self.cell.clone().release(true))
+                $crate::call::block(self.$($cell).+.clone().release(true))
             }
 
             /// [`dispose`](Self::dispose), blocking the calling thread (`call::block`).
             pub fn dispose_blocking(&self) -> Result<(), $crate::errors::FfiError> {
-                $crate::call::block(self.cell.clone().release(false))
+                $crate::call::block(self.$($cell).+.clone().release(false))
             }
 
             /// Whether `release()` (or `dispose()`) was called.
             pub fn is_released(&self) -> bool {
-                self.cell.is_released()
+                self.$($cell).+.is_released()
             }
 
             /// Whether the lease is known to be lost.
             pub fn is_lost(&self) -> bool {
-                self.cell.is_lost()
+                self.$($cell).+.is_lost()
             }
 
             /// Resolves to true when the lease is lost, false once released or freed first.
             pub async fn lost(&self) -> bool {
-                let lost = self.cell.lost();
+                let lost = self.$($cell).+.lost();
                 $crate::call::run(async move { Ok(lost.await) }).await.unwrap_or(false)
             }
         }

@@ -44,11 +44,10 @@ impl PermitSemaphore {
             let sem = sem?;
             let lease = lease_ms.map(|l| call::millis("lease", l)).transpose()?;
             match (call::timeout(timeout_ms)?, lease) {
-                (None, None) => sem.acquire().await,
-                (Some(t), None) => sem.acquire_timeout(t).await,
-                (None, Some(l)) => sem.acquire_lease(l).await,
-                // The core has no acquire with both; composing one here would be lock logic.
+                // The core takes both (`acquire_within`); this API refuses the pair until its
+                // Kotlin docs and tests say otherwise.
                 (Some(_), Some(_)) => Err(invalid("timeout and lease cannot be combined yet")),
+                (timeout, lease) => sem.acquire_within(timeout, lease).await,
             }
             .map(Permit::new)
         })

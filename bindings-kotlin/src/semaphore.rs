@@ -1,9 +1,8 @@
 //! `Semaphore` and the `Permit` guard (shared with `PermitSemaphore`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-use baton_bind::Cell;
+use baton_bind::HeldPermit;
 
 use crate::call::{self, count};
 use crate::errors::FfiError;
@@ -51,11 +50,7 @@ impl Semaphore {
         call::run(async move {
             let sem = sem?;
             let n = count("count", n)?;
-            match call::timeout(timeout_ms)? {
-                Some(t) => sem.acquire_many_timeout(n, t).await,
-                None => sem.acquire_many(n).await,
-            }
-            .map(Permit::new)
+            sem.acquire_many_within(n, call::timeout(timeout_ms)?).await.map(Permit::new)
         })
         .await
     }
@@ -87,20 +82,13 @@ impl Semaphore {
 /// Permits held from a semaphore.
 #[derive(uniffi::Object)]
 pub struct Permit {
-    cell: Arc<Cell<baton::Permit>>,
-    token: u64,
-    id: String,
-    name: String,
-    /// The count held, kept in step by `release_many` (read without waiting on the cell).
-    count: Arc<AtomicU32>,
+    held: HeldPermit,
     _live: Live,
 }
 
 impl Permit {
     pub(crate) fn new(p: baton::Permit) -> Arc<Permit> {
-        let (token, id, name, count) = (p.token().get(), p.id().to_owned(), p.name().to_owned(), p.count());
-        let cell = Cell::new(p, format!("permit `{id}` of `{name}`"));
-        Arc::new(Permit { cell, token, id, name, count: Arc::new(AtomicU32::new(count)), _live: Live::new() })
+        Arc::new(Permit { held: HeldPermit::permit(p), _live: Live::new() })
     }
 }
 
@@ -108,42 +96,34 @@ impl Permit {
 impl Permit {
     /// The fencing token of this grant.
     pub fn token(&self) -> u64 {
-        self.token
+        self.held.data.token
     }
 
     /// The permit id (what a permit semaphore releases it by).
     pub fn id(&self) -> String {
-        self.id.clone()
+        self.held.data.id.clone()
     }
 
     /// The semaphore's name.
     pub fn name(&self) -> String {
-        self.name.clone()
+        self.held.data.name.clone()
     }
 
     /// How many permits this still holds.
     pub fn count(&self) -> u32 {
-        if self.cell.is_released() { 0 } else { self.count.load(Ordering::Acquire) }
+        self.held.count()
     }
 
     /// Gives `n` permits back and keeps the rest.
     pub async fn release_many(&self, n: i64) -> Result<(), FfiError> {
-        let (cell, held) = (self.cell.clone(), self.count.clone());
-        call::run(async move {
-            let n = count("count", n)?;
-            let mut p = cell.held_mut().await?;
-            let out = p.release_many(n).await;
-            held.store(p.count(), Ordering::Release);
-            out
-        })
-        .await
+        call::run(self.held.release_many(count("count", n))).await
     }
 
     /// Sets the lease to `lease_ms` from now.
     pub async fn extend(&self, lease_ms: f64) -> Result<(), FfiError> {
-        let cell = self.cell.clone();
+        let cell = self.held.cell.clone();
         call::run(async move { cell.extend(call::millis("lease", lease_ms)?).await }).await
     }
 }
 
-guard_methods!(Permit);
+guard_methods!(Permit, held.cell);

@@ -27,42 +27,45 @@ pub(crate) fn on_lost<G: baton_bind::CoreGuard>(cell: &Cell<G>, callback: LostCa
     });
 }
 
-/// The methods every guard class shares, over its `cell` field and its `driven()` link (a second `#[napi] impl`
+/// The methods every guard class shares, over its `cell` field (or the path given) and its `driven()` link (a second `#[napi] impl`
 /// block: napi does not expand macros inside one).
 macro_rules! guard_methods {
     ($Js:ident) => {
+        $crate::guard::guard_methods!($Js, cell);
+    };
+    ($Js:ident, $($cell:ident).+) => {
         #[napi_derive::napi]
         impl $Js {
             /// Releases; rejects with `LockLost` if the lease had been lost, `NotHeld` if this
             /// guard was released already.
             #[napi(ts_return_type = "Promise<void>")]
             pub fn release(&self, env: napi::Env) -> napi::Result<$crate::call::Promise> {
-                $crate::call::hot(&env, self.driven(), $crate::call::run(self.cell.clone().release(true)))
+                $crate::call::hot(&env, self.driven(), $crate::call::run(self.$($cell).+.clone().release(true)))
             }
 
             /// Releases unless released already (what `Symbol.asyncDispose` calls).
             #[napi(ts_return_type = "Promise<void>")]
             pub fn dispose(&self, env: napi::Env) -> napi::Result<$crate::call::Promise> {
-                $crate::call::hot(&env, self.driven(), $crate::call::run(self.cell.clone().release(false)))
+                $crate::call::hot(&env, self.driven(), $crate::call::run(self.$($cell).+.clone().release(false)))
             }
 
             /// Whether `release()` (or `dispose()`) was called.
             #[napi(getter, catch_unwind)]
             pub fn released(&self) -> bool {
-                self.cell.is_released()
+                self.$($cell).+.is_released()
             }
 
             /// Whether the lease is known to be lost.
             #[napi(getter, catch_unwind)]
             pub fn is_lost(&self) -> bool {
-                self.cell.is_lost()
+                self.$($cell).+.is_lost()
             }
 
             /// Calls `callback` once when the lease is lost (never after release); the callback
             /// does not keep the process alive.
             #[napi(catch_unwind)]
             pub fn on_lost(&self, #[napi(ts_arg_type = "() => void")] callback: $crate::guard::LostCallback) {
-                $crate::guard::on_lost(&self.cell, callback);
+                $crate::guard::on_lost(&self.$($cell).+, callback);
             }
         }
     };

@@ -44,11 +44,10 @@ impl PermitSemaphore {
             let sem = sem?;
             let lease = crate::convert::opt_ms("leaseMs", lease_ms)?;
             match (crate::convert::timeout(timeout_ms)?, lease) {
-                (None, None) => sem.acquire().await,
-                (Some(t), None) => sem.acquire_timeout(t).await,
-                (None, Some(l)) => sem.acquire_lease(l).await,
-                // The core has no acquire with both; composing one here would be lock logic.
+                // The core takes both (`acquire_within`); this API refuses the pair until its
+                // typings and tests say otherwise.
                 (Some(_), Some(_)) => Err(invalid("timeoutMs and leaseMs cannot be combined yet")),
+                (timeout, lease) => sem.acquire_within(timeout, lease).await,
             }
         })
         .await

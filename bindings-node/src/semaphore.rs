@@ -1,12 +1,11 @@
 //! `Semaphore` and the `Permit` guard (shared with `PermitSemaphore`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
-use baton_bind::Cell;
+use baton_bind::HeldPermit;
 
 use crate::call::{self, CancelToken};
 use crate::errors::Answer;
@@ -52,10 +51,7 @@ impl Semaphore {
         call::run_cancellable(cancel, async move {
             let sem = sem?;
             let n = crate::convert::count("count", count.unwrap_or(1.0))?;
-            match crate::convert::timeout(timeout_ms)? {
-                Some(t) => sem.acquire_many_timeout(n, t).await,
-                None => sem.acquire_many(n).await,
-            }
+            sem.acquire_many_within(n, crate::convert::timeout(timeout_ms)?).await
         })
         .await
         .map(|a| a.map(Permit::new))
@@ -90,12 +86,7 @@ impl Semaphore {
 /// Permits held from a semaphore.
 #[napi]
 pub struct Permit {
-    cell: Arc<Cell<baton::Permit>>,
-    token: u64,
-    id: String,
-    name: String,
-    /// The count held, kept in step by `releaseMany` (read without waiting on the cell).
-    count: Arc<AtomicU32>,
+    held: HeldPermit,
 }
 
 impl Permit {
@@ -105,9 +96,7 @@ impl Permit {
     }
 
     pub(crate) fn new(p: baton::Permit) -> Permit {
-        let (token, id, name, count) = (p.token().get(), p.id().to_owned(), p.name().to_owned(), p.count());
-        let cell = Cell::new(p, format!("permit `{id}` of `{name}`"));
-        Permit { cell, token, id, name, count: Arc::new(AtomicU32::new(count)) }
+        Permit { held: HeldPermit::permit(p) }
     }
 }
 
@@ -116,47 +105,39 @@ impl Permit {
     /// The fencing token of this grant.
     #[napi(getter, catch_unwind)]
     pub fn token(&self) -> BigInt {
-        BigInt::from(self.token)
+        BigInt::from(self.held.data.token)
     }
 
     /// The permit id (what a permit semaphore releases it by).
     #[napi(getter, catch_unwind)]
     pub fn id(&self) -> String {
-        self.id.clone()
+        self.held.data.id.clone()
     }
 
     /// The semaphore's name.
     #[napi(getter, catch_unwind)]
     pub fn name(&self) -> String {
-        self.name.clone()
+        self.held.data.name.clone()
     }
 
     /// How many permits this still holds.
     #[napi(getter, catch_unwind)]
     pub fn count(&self) -> u32 {
-        if self.cell.is_released() { 0 } else { self.count.load(Ordering::Acquire) }
+        self.held.count()
     }
 
     /// Gives `n` permits back and keeps the rest.
     #[napi(ts_return_type = "Promise<void>")]
     pub async fn release_many(&self, n: f64) -> napi::Result<Answer<()>> {
-        let (cell, count) = (self.cell.clone(), self.count.clone());
-        call::run(async move {
-            let n = crate::convert::count("n", n)?;
-            let mut p = cell.held_mut().await?;
-            let out = p.release_many(n).await;
-            count.store(p.count(), Ordering::Release);
-            out
-        })
-        .await
+        call::run(self.held.release_many(crate::convert::count("n", n))).await
     }
 
     /// Sets the lease to `leaseMs` from now.
     #[napi(ts_return_type = "Promise<void>")]
     pub async fn extend(&self, lease_ms: f64) -> napi::Result<Answer<()>> {
-        let cell = self.cell.clone();
+        let cell = self.held.cell.clone();
         call::run(async move { cell.extend(crate::convert::ms("leaseMs", lease_ms)?).await }).await
     }
 }
 
-guard_methods!(Permit);
+guard_methods!(Permit, held.cell);

@@ -1,27 +1,10 @@
 //! Guards: `LockGuard`, `Permit`, `MultiGuard` and their asyncio twins. Each is a context
 //! manager that releases on exit; `release()` twice is `NotHeld`.
 
-use std::sync::Arc;
-
-use baton::LostSignal;
 use pyo3::prelude::*;
 
 use crate::runtime;
-use baton_bind::{Cell, CoreGuard};
-
-/// What every guard class holds: the cell, the lost signals, and plain data read once.
-pub(crate) struct Held<G, D> {
-    pub(crate) cell: Arc<Cell<G>>,
-    pub(crate) lost: Vec<LostSignal>,
-    pub(crate) data: D,
-}
-
-impl<G: CoreGuard, D> Held<G, D> {
-    pub(crate) fn new(guard: G, what: String, data: D) -> Held<G, D> {
-        let cell = Cell::new(guard, what);
-        Held { lost: cell.lost_signals().to_vec(), cell, data }
-    }
-}
+pub(crate) use baton_bind::Held;
 
 /// Defines a blocking guard class and its asyncio twin sharing getters (`$getters`,
 /// reading `self.held.data`); `$sync`/`$async` hold the methods that differ.
@@ -48,7 +31,7 @@ macro_rules! guard_classes {
             /// A `threading.Event`-like object set when the lease is lost.
             #[getter]
             fn lost(&self) -> crate::lost::LostEvent {
-                crate::lost::LostEvent::new(self.held.lost.clone())
+                crate::lost::LostEvent::new(self.held.cell.lost_signals().to_vec())
             }
 
             /// Whether `release()` was called (or the `with` block was left).
@@ -90,7 +73,7 @@ macro_rules! guard_classes {
             /// An `asyncio.Event`-like object set when the lease is lost.
             #[getter]
             fn lost(&self) -> crate::lost::AsyncLostEvent {
-                crate::lost::AsyncLostEvent::new(self.held.lost.clone())
+                crate::lost::AsyncLostEvent::new(self.held.cell.lost_signals().to_vec())
             }
 
             /// Whether `release()` was called (or the `async with` block was left).

@@ -25,14 +25,13 @@ async fn take(
     lease: Option<Duration>,
 ) -> baton::Result<baton::Permit> {
     match (timeout, lease) {
-        (None, None) => core.acquire().await,
-        (Some(t), None) => core.acquire_timeout(t).await,
-        (None, Some(l)) => core.acquire_lease(l).await,
-        // The core has no call taking both (see the binding's README notes).
+        // The core takes both (`acquire_within`); this API refuses the pair until its stubs,
+        // README and tests say otherwise.
         (Some(_), Some(_)) => Err(baton::Error::new(
             baton::ErrorKind::Unsupported,
             "a permit semaphore acquire takes a timeout or a lease, not both",
         )),
+        (timeout, lease) => core.acquire_within(timeout, lease).await,
     }
 }
 

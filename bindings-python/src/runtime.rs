@@ -167,6 +167,7 @@ pub(crate) mod exit_gate {
     use std::task::{Context, Poll};
     use std::time::Duration;
 
+    use baton::ffi::LockExt;
     use pyo3::prelude::*;
 
     static CLOSED: AtomicBool = AtomicBool::new(false);
@@ -177,7 +178,7 @@ pub(crate) mod exit_gate {
     pub(crate) struct Pass(());
 
     pub(crate) fn pass() -> Option<Pass> {
-        let mut n = INSIDE.lock().unwrap_or_else(|p| p.into_inner());
+        let mut n = INSIDE.locked();
         if CLOSED.load(Ordering::Acquire) {
             return None;
         }
@@ -187,7 +188,7 @@ pub(crate) mod exit_gate {
 
     impl Drop for Pass {
         fn drop(&mut self) {
-            let mut n = INSIDE.lock().unwrap_or_else(|p| p.into_inner());
+            let mut n = INSIDE.locked();
             *n -= 1;
             if *n == 0 {
                 LEFT.notify_all();
@@ -213,11 +214,11 @@ pub(crate) mod exit_gate {
     /// wedged call must not hang the exit).
     #[pyfunction]
     pub(crate) fn _close_exit_gate(py: Python<'_>) {
-        let n = INSIDE.lock().unwrap_or_else(|p| p.into_inner());
+        let n = INSIDE.locked();
         CLOSED.store(true, Ordering::Release);
         drop(n);
         py.detach(|| {
-            let n = INSIDE.lock().unwrap_or_else(|p| p.into_inner());
+            let n = INSIDE.locked();
             let _ = LEFT.wait_timeout_while(n, Duration::from_secs(5), |n| *n > 0);
         });
     }

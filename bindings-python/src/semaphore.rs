@@ -3,37 +3,24 @@
 use std::time::Duration;
 
 use baton::Semaphore as CoreSemaphore;
+use baton_bind::Held;
 use pyo3::prelude::*;
 
 use crate::convert;
 use crate::enter::{Acquiring, Start};
-use crate::guard::{Held, guard_classes};
+use crate::guard::guard_classes;
 use crate::inspect::Inspection;
 use crate::runtime;
 
-/// Id, count, token and semaphore name of a permit grant.
-pub(crate) struct PermitData {
-    id: String,
-    count: u32,
-    token: u64,
-    name: String,
-}
-
-fn permit_held(p: baton::Permit) -> Held<baton::Permit, PermitData> {
-    let data =
-        PermitData { id: p.id().to_owned(), count: p.count(), token: p.token().get(), name: p.name().to_owned() };
-    Held::new(p, format!("permit `{}` of `{}`", data.id, data.name), data)
-}
-
 impl Permit {
     pub(crate) fn new(p: baton::Permit) -> Permit {
-        Permit { held: permit_held(p) }
+        Permit { held: Held::permit(p) }
     }
 }
 
 impl AsyncPermit {
     pub(crate) fn new(p: baton::Permit) -> AsyncPermit {
-        AsyncPermit { held: permit_held(p) }
+        AsyncPermit { held: Held::permit(p) }
     }
 }
 
@@ -44,7 +31,7 @@ guard_classes! {
     Permit,
     /// The asyncio form of `Permit`.
     AsyncPermit,
-    baton::Permit, PermitData,
+    baton::Permit, baton_bind::PermitData,
     getters {
         /// The permit id (for a `PermitSemaphore`, the id anyone may release it by).
         #[getter]
@@ -55,7 +42,7 @@ guard_classes! {
         /// How many permits this holds.
         #[getter]
         fn count(&self) -> u32 {
-            self.held.data.count
+            self.held.data.count()
         }
 
         /// The fencing token of this grant.
@@ -71,7 +58,7 @@ guard_classes! {
         }
 
         fn __repr__(&self) -> String {
-            format!("<baton permit {} x{} of {:?}, token {}>", self.held.data.id, self.held.data.count, self.held.data.name, self.held.data.token)
+            format!("<baton permit {} x{} of {:?}, token {}>", self.held.data.id, self.held.data.count(), self.held.data.name, self.held.data.token)
         }
     }
     sync {
@@ -91,10 +78,7 @@ guard_classes! {
 }
 
 async fn take(core: CoreSemaphore, count: u32, timeout: Option<Duration>) -> baton::Result<baton::Permit> {
-    match timeout {
-        Some(t) => core.acquire_many_timeout(count, t).await,
-        None => core.acquire_many(count).await,
-    }
+    core.acquire_many_within(count, timeout).await
 }
 
 /// The permit count argument: a positive int, 1 when not given.

@@ -4,9 +4,8 @@
 //! dropped, and the core releases a guard dropped unreleased in the background.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-use baton_bind::Cell;
+use baton_bind::{Cell, HeldPermit};
 use js_sys::{Array, BigInt, Function, Promise};
 use wasm_bindgen::prelude::*;
 
@@ -24,40 +23,43 @@ fn on_lost<G: baton_bind::CoreGuard>(cell: &Cell<G>, callback: Function) {
     });
 }
 
-/// The methods every guard class shares, over its `cell` field.
+/// The methods every guard class shares, over its `cell` field or the path given.
 macro_rules! guard_methods {
     ($Js:ident) => {
+        guard_methods!($Js, cell);
+    };
+    ($Js:ident, $($cell:ident).+) => {
         #[wasm_bindgen]
         impl $Js {
             /// Releases; rejects with `LockLost` if the lease had been lost, `NotHeld` if this
             /// guard was released already.
             pub fn release(&self) -> Promise {
-                let cell = self.cell.clone();
+                let cell = self.$($cell).+.clone();
                 promise(async move { cell.release(true).await.map(|()| JsValue::UNDEFINED) })
             }
 
             /// Releases unless released already (what `Symbol.asyncDispose` calls).
             pub fn dispose(&self) -> Promise {
-                let cell = self.cell.clone();
+                let cell = self.$($cell).+.clone();
                 promise(async move { cell.release(false).await.map(|()| JsValue::UNDEFINED) })
             }
 
             /// Whether `release()` (or `dispose()`) was called.
             #[wasm_bindgen(getter)]
             pub fn released(&self) -> bool {
-                self.cell.is_released()
+                self.$($cell).+.is_released()
             }
 
             /// Whether the lease is known to be lost.
             #[wasm_bindgen(getter = isLost)]
             pub fn is_lost(&self) -> bool {
-                self.cell.is_lost()
+                self.$($cell).+.is_lost()
             }
 
             /// Calls `callback` once when the lease is lost (never after release).
             #[wasm_bindgen(js_name = onLost)]
             pub fn on_lost(&self, callback: Function) {
-                on_lost(&self.cell, callback);
+                on_lost(&self.$($cell).+, callback);
             }
         }
     };
@@ -116,18 +118,12 @@ guard_methods!(LockGuard);
 /// Permits of a semaphore (or one permit of a permit semaphore).
 #[wasm_bindgen]
 pub struct Permit {
-    cell: Arc<Cell<baton::Permit>>,
-    token: u64,
-    id: String,
-    name: String,
-    count: Arc<AtomicU32>,
+    held: HeldPermit,
 }
 
 impl Permit {
     pub(crate) fn new(p: baton::Permit) -> Permit {
-        let (token, id, name, count) = (p.token().get(), p.id().to_owned(), p.name().to_owned(), p.count());
-        let cell = Cell::new(p, format!("permit `{id}` of `{name}`"));
-        Permit { cell, token, id, name, count: Arc::new(AtomicU32::new(count)) }
+        Permit { held: HeldPermit::permit(p) }
     }
 }
 
@@ -136,47 +132,41 @@ impl Permit {
     /// The fencing token of this grant.
     #[wasm_bindgen(getter)]
     pub fn token(&self) -> u64 {
-        self.token
+        self.held.data.token
     }
 
     /// The permit's id.
     #[wasm_bindgen(getter)]
     pub fn id(&self) -> String {
-        self.id.clone()
+        self.held.data.id.clone()
     }
 
     /// The semaphore's name.
     #[wasm_bindgen(getter)]
     pub fn name(&self) -> String {
-        self.name.clone()
+        self.held.data.name.clone()
     }
 
     /// Permits still held by this guard (0 once released).
     #[wasm_bindgen(getter)]
     pub fn count(&self) -> u32 {
-        if self.cell.is_released() { 0 } else { self.count.load(Ordering::Acquire) }
+        self.held.count()
     }
 
     /// Gives back `n` of the permits held, keeping the rest.
     #[wasm_bindgen(js_name = releaseMany)]
     pub fn release_many(&self, n: f64) -> Promise {
-        let (cell, held) = (self.cell.clone(), self.count.clone());
-        promise(async move {
-            let n = count("n", n)?;
-            let mut p = cell.held_mut().await?;
-            let out = p.release_many(n).await;
-            held.store(p.count(), Ordering::Release);
-            out.map(|()| JsValue::UNDEFINED)
-        })
+        let release = self.held.release_many(count("n", n));
+        promise(async move { release.await.map(|()| JsValue::UNDEFINED) })
     }
 
     /// Sets the lease to `leaseMs` from now.
     pub fn extend(&self, lease_ms: f64) -> Promise {
-        extend(&self.cell, lease_ms)
+        extend(&self.held.cell, lease_ms)
     }
 }
 
-guard_methods!(Permit);
+guard_methods!(Permit, held.cell);
 
 /// All the locks of a multi-lock, held together.
 #[wasm_bindgen]

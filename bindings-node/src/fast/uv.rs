@@ -24,10 +24,12 @@ unsafe extern "C" {
     fn uv_unref(handle: *mut c_void);
 }
 
-fn layout() -> Layout {
+/// The handle's layout; `None` only for a size no allocation could hold (then no handle is
+/// made, and none is freed).
+fn layout() -> Option<Layout> {
     // SAFETY: a pure query.
     let size = unsafe { uv_handle_size(UV_POLL) };
-    Layout::from_size_align(size.max(1), 16).expect("uv_poll_t size")
+    Layout::from_size_align(size.max(1), 16).ok()
 }
 
 /// A new poll handle on `event_loop` watching `fd`, unreferenced (it does not keep the loop
@@ -36,7 +38,9 @@ fn layout() -> Layout {
 /// # Safety
 /// On the loop's thread; `event_loop` is live.
 pub(crate) unsafe fn poll_new(event_loop: *mut c_void, fd: c_int, data: *mut c_void) -> *mut c_void {
-    let layout = layout();
+    let Some(layout) = layout() else {
+        return std::ptr::null_mut();
+    };
     // SAFETY: a non-zero size.
     let h = unsafe { alloc_zeroed(layout) } as *mut c_void;
     if h.is_null() {
@@ -90,6 +94,8 @@ pub(crate) unsafe fn poll_close(h: *mut c_void, cb: CloseCb) {
 /// # Safety
 /// From the handle's close callback, once.
 pub(crate) unsafe fn free(h: *mut c_void) {
-    // SAFETY: `h` came from `alloc_zeroed` with this layout.
-    unsafe { dealloc(h as *mut u8, layout()) }
+    if let Some(layout) = layout() {
+        // SAFETY: `h` came from `alloc_zeroed` with this layout (`poll_new` made none without one).
+        unsafe { dealloc(h as *mut u8, layout) }
+    }
 }

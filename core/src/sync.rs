@@ -33,6 +33,12 @@ struct Entries<K, V> {
     sweep_at: usize,
 }
 
+impl<K, V> std::fmt::Debug for Registry<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").field("entries", &self.inner.locked().map.len()).finish()
+    }
+}
+
 impl<K: Eq + Hash, V> Default for Registry<K, V> {
     fn default() -> Self {
         Registry { inner: Mutex::new(Entries { map: HashMap::new(), sweep_at: 64 }) }
@@ -65,8 +71,23 @@ impl<K: Eq + Hash, V> Registry<K, V> {
     #[cfg_attr(not(feature = "redlock"), allow(dead_code))] // used by redlock:// only
     pub(crate) fn replace(&self, key: K, v: V) -> Arc<V> {
         let v = Arc::new(v);
-        self.inner.locked().insert(key, &v);
+        self.insert(key, &v);
         v
+    }
+
+    /// Registers `v`, which the caller keeps alive, as the value of `key`.
+    pub(crate) fn insert(&self, key: K, v: &Arc<V>) {
+        self.inner.locked().insert(key, v);
+    }
+
+    /// Forgets `key`.
+    pub(crate) fn remove(&self, key: &K) {
+        self.inner.locked().map.remove(key);
+    }
+
+    /// Takes every entry out: the live values.
+    pub(crate) fn drain(&self) -> Vec<Arc<V>> {
+        self.inner.locked().map.drain().filter_map(|(_, w)| w.upgrade()).collect()
     }
 
     /// The live value of `key`, if any.
@@ -95,6 +116,19 @@ mod tests {
         drop((a, b));
         assert!(reg.get(&"k").is_none());
         assert_eq!(*reg.get_or_insert_with("k", || 3), 3);
+    }
+
+    #[test]
+    fn inserted_values_are_drained_while_alive_and_removed_on_request() {
+        let reg: Registry<u64, u32> = Registry::default();
+        let (a, b) = (Arc::new(1), Arc::new(2));
+        reg.insert(1, &a);
+        reg.insert(2, &b);
+        reg.insert(3, &Arc::new(3)); // dropped at once: not drained
+        reg.remove(&2);
+        assert_eq!(reg.drain().iter().map(|v| **v).collect::<Vec<_>>(), vec![1]);
+        assert!(reg.get(&1).is_none(), "drained");
+        drop(b);
     }
 
     #[test]

@@ -11,10 +11,9 @@ mod wait;
 pub(crate) use grant::Grant;
 pub(crate) use wait::{Wait, acquire};
 
-use crate::sync::LockExt;
-use std::collections::HashMap;
+use crate::sync::{LockExt, Registry};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::rt::Instant;
@@ -69,7 +68,9 @@ pub(crate) struct Ctx {
     /// `rt::fork_generation()` when the client was made: a forked child may not use it.
     fork_generation: u64,
     renewer: Arc<renewer::Renewer>,
-    live: Mutex<Live>,
+    /// The client's live grants (for `close`): released grants leave at once (`untrack`),
+    /// the few that end otherwise (replaced by a fresh grant) go in the registry's sweep.
+    live: Registry<u64, Held>,
     next_live: AtomicU64,
 }
 
@@ -86,7 +87,7 @@ impl Ctx {
             prefix,
             closed: CancellationToken::new(),
             fork_generation: crate::rt::fork_generation(),
-            live: Mutex::new(Live { map: HashMap::new(), prune_at: Live::MIN_PRUNE }),
+            live: Registry::default(),
             next_live: AtomicU64::new(1),
         }
     }
@@ -135,14 +136,10 @@ impl Ctx {
             // there (a socket both processes share must not be written or shut down here).
             return;
         }
-        let live: Vec<Arc<Held>> = {
-            let mut live = self.live.locked();
-            live.map.drain().filter_map(|(_, w)| w.upgrade()).collect()
-        };
-        for held in live {
+        for held in self.live.drain() {
             held.stop();
-            let _ = crate::rt::timeout(Duration::from_secs(5), self.store.release(&held.key, &held.holder, u32::MAX))
-                .await;
+            let _ =
+                crate::rt::timeout(Duration::from_secs(5), self.store.release(&held.key, &held.holder, u32::MAX)).await;
             held.lost.cancel();
         }
         // Bounded: a store that cannot close cleanly must not hang the caller.
@@ -150,13 +147,11 @@ impl Ctx {
     }
 
     fn track(&self, held: &Arc<Held>) {
-        let mut live = self.live.locked();
-        live.prune();
-        live.map.insert(held.live_id, Arc::downgrade(held));
+        self.live.insert(held.live_id, held);
     }
 
     fn untrack(&self, id: u64) {
-        self.live.locked().map.remove(&id);
+        self.live.remove(&id);
     }
 
     /// The store key of a user name (validated), with the client's prefix. The limits of
@@ -178,26 +173,6 @@ impl Ctx {
         let mut info = self.store.inspect(key).await?;
         info.name = self.user_name(key).to_owned();
         Ok(info)
-    }
-}
-
-/// The client's live grants (for `close`). Released grants leave at once (`untrack`); the
-/// few that end otherwise (replaced by a fresh grant) are pruned when the map has doubled
-/// since the last prune, so tracking costs amortized O(1) per acquire with thousands held.
-#[derive(Debug)]
-struct Live {
-    map: HashMap<u64, Weak<Held>>,
-    prune_at: usize,
-}
-
-impl Live {
-    const MIN_PRUNE: usize = 64;
-
-    fn prune(&mut self) {
-        if self.map.len() >= self.prune_at {
-            self.map.retain(|_, w| w.strong_count() > 0);
-            self.prune_at = (self.map.len() * 2).max(Self::MIN_PRUNE);
-        }
     }
 }
 

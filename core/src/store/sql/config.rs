@@ -38,11 +38,12 @@ pub(crate) struct FileConfig {
 pub(crate) struct ServerConfig {
     /// The URL as messages show it (password redacted).
     pub(crate) shown: String,
-    /// `host:port`, as written.
-    pub(crate) hosts: String,
-    /// The database, with its leading `/` (empty when absent).
-    pub(crate) database: String,
-    pub(crate) user: Option<String>,
+    host: String,
+    /// Absent: the database's own default port.
+    port: Option<u16>,
+    /// The database (percent-decoded, without the path's `/`; empty when absent).
+    database: String,
+    user: Option<String>,
     password: Option<String>,
     /// The TLS options, checked, as the driver reads them (`super::tls`).
     tls: Vec<(&'static str, String)>,
@@ -51,6 +52,7 @@ pub(crate) struct ServerConfig {
 }
 
 impl SqlConfig {
+    /// The database of a store URL of baton's own design, its options checked.
     pub(crate) fn from_url(url: &StoreUrl) -> Result<SqlConfig> {
         match url.scheme() {
             #[cfg(feature = "sqlite")]
@@ -60,6 +62,20 @@ impl SqlConfig {
             #[cfg(feature = "mysql")]
             "mysql" => ServerConfig::from_url(url).map(SqlConfig::Mysql),
             s => Err(Error::invalid_url(format!("`{s}://` in {url} names no SQL store of this build"))),
+        }
+    }
+
+    /// The database `url` names, whatever its other options: a lock scheme's URL, whose
+    /// options the scheme checks (`scheme::config`).
+    pub(crate) fn unchecked(url: &StoreUrl) -> Result<SqlConfig> {
+        match url.scheme() {
+            #[cfg(feature = "sqlite")]
+            "sqlite" => FileConfig::unchecked(url).map(SqlConfig::Sqlite),
+            #[cfg(feature = "postgres")]
+            "postgres" | "postgresql" => ServerConfig::unchecked(url).map(SqlConfig::Postgres),
+            #[cfg(feature = "mysql")]
+            "mysql" => ServerConfig::unchecked(url).map(SqlConfig::Mysql),
+            s => Err(Error::invalid_url(format!("`{s}://` names no SQL database of this build"))),
         }
     }
     /// The file of a `sqlite://` URL (the scheme table sends no other here).
@@ -91,6 +107,10 @@ impl FileConfig {
     fn from_url(url: &StoreUrl) -> Result<FileConfig> {
         // `scheme` is `state` or absent here: the other schemes open elsewhere.
         url.check_options(&[COMMON_OPTIONS, &["busy_timeout", "scheme"]].concat())?;
+        FileConfig::unchecked(url)
+    }
+
+    fn unchecked(url: &StoreUrl) -> Result<FileConfig> {
         let path = format!("{}{}", url.hosts(), url.path());
         if path.is_empty() || path.ends_with('/') {
             return Err(Error::invalid_url(format!(
@@ -121,11 +141,26 @@ impl ServerConfig {
 
     /// The server of `url`, whatever its other options (the lock schemes check their
     /// own); its TLS options are checked here.
-    pub(crate) fn unchecked(url: &StoreUrl) -> Result<ServerConfig> {
+    fn unchecked(url: &StoreUrl) -> Result<ServerConfig> {
+        let hosts = url.hosts();
+        // `host[:port]`, or `[v6 address][:port]` (the brackets kept, as the driver takes it).
+        let (host, port) = match hosts
+            .rfind(']')
+            .map_or(hosts.rsplit_once(':'), |end| hosts[end + 1..].strip_prefix(':').map(|p| (&hosts[..=end], p)))
+        {
+            Some((host, port)) => {
+                let port = port
+                    .parse::<u16>()
+                    .map_err(|_| Error::invalid_url(format!("{url}: `{port}` is not a port number")))?;
+                (host, Some(port))
+            }
+            None => (hosts, None),
+        };
         Ok(ServerConfig {
             shown: url.to_string(),
-            hosts: url.hosts().to_owned(),
-            database: url.path().to_owned(),
+            host: host.to_owned(),
+            port,
+            database: url.path().trim_start_matches('/').to_owned(),
             user: url.user().map(str::to_owned),
             password: url.password().map(str::to_owned),
             tls: super::tls::driver_options(url)?,
@@ -133,19 +168,70 @@ impl ServerConfig {
         })
     }
 
-    /// The URL handed to the driver: `scheme://user:password@hosts/db`, with the TLS
-    /// options only of the query (baton's own are not the driver's). It carries the
-    /// password, so it never goes into a message.
-    pub(crate) fn driver_url(&self, scheme: &str) -> String {
-        let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20");
-        let auth = match (&self.user, &self.password) {
-            (Some(u), Some(p)) => format!("{}:{}@", enc(u), enc(p)),
-            (Some(u), None) => format!("{}@", enc(u)),
-            _ => String::new(),
-        };
-        let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&self.tls).finish();
-        let query = if query.is_empty() { query } else { format!("?{query}") };
-        format!("{scheme}://{auth}{}{}{query}", self.hosts, self.database)
+    /// The TLS option `name` of the query, checked (`super::tls`).
+    fn tls(&self, name: &str) -> Option<&str> {
+        self.tls.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The driver's options for this server, typed: what sqlx would read from the URL,
+    /// without writing the password into a string again.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(&self) -> Result<sqlx::postgres::PgConnectOptions> {
+        let mut o = sqlx::postgres::PgConnectOptions::new();
+        if !self.host.is_empty() {
+            o = o.host(&self.host);
+        }
+        if let Some(p) = self.port {
+            o = o.port(p);
+        }
+        if let Some(u) = &self.user {
+            o = o.username(u);
+        }
+        if let Some(p) = &self.password {
+            o = o.password(p);
+        }
+        if !self.database.is_empty() {
+            o = o.database(&self.database);
+        }
+        if let Some(mode) = self.tls("sslmode") {
+            o = o.ssl_mode(
+                mode.parse().map_err(|e| Error::invalid_url(format!("option `sslmode` of {}: {e}", self.shown)))?,
+            );
+        }
+        if let Some(ca) = self.tls("sslrootcert") {
+            o = o.ssl_root_cert(ca);
+        }
+        Ok(o)
+    }
+
+    /// [`postgres`](Self::postgres) for MySQL and MariaDB.
+    #[cfg(feature = "mysql")]
+    pub(crate) fn mysql(&self) -> Result<sqlx::mysql::MySqlConnectOptions> {
+        let mut o = sqlx::mysql::MySqlConnectOptions::new();
+        if !self.host.is_empty() {
+            o = o.host(&self.host);
+        }
+        if let Some(p) = self.port {
+            o = o.port(p);
+        }
+        if let Some(u) = &self.user {
+            o = o.username(u);
+        }
+        if let Some(p) = &self.password {
+            o = o.password(p);
+        }
+        if !self.database.is_empty() {
+            o = o.database(&self.database);
+        }
+        if let Some(mode) = self.tls("ssl-mode") {
+            o = o.ssl_mode(
+                mode.parse().map_err(|e| Error::invalid_url(format!("option `ssl-mode` of {}: {e}", self.shown)))?,
+            );
+        }
+        if let Some(ca) = self.tls("ssl-ca") {
+            o = o.ssl_ca(ca);
+        }
+        Ok(o)
     }
 }
 
@@ -178,7 +264,9 @@ mod tests {
     #[test]
     fn servers_keep_the_password_for_the_driver_only() {
         let SqlConfig::Postgres(c) = parse("postgresql://u:p%20w@h:5432/db?lease=5s").unwrap() else { panic!() };
-        assert_eq!(c.driver_url("postgres"), "postgres://u:p%20w@h:5432/db");
+        let o = c.postgres().unwrap();
+        assert_eq!((o.get_host(), o.get_port(), o.get_username(), o.get_database()), ("h", 5432, "u", Some("db")));
+        assert_eq!(c.password.as_deref(), Some("p w"));
         assert!(!format!("{c:?}").contains("p w") && !c.shown.contains("p%20w"), "{c:?}");
         assert_eq!(parse("postgres://h/db?busy_timeout=1s").unwrap_err().kind(), ErrorKind::InvalidUrl);
         let SqlConfig::Postgres(c) = parse("postgres://h/db?create=false").unwrap() else { panic!() };
@@ -190,9 +278,9 @@ mod tests {
     #[test]
     fn tls_options_go_to_the_driver_under_each_database_s_names() {
         let SqlConfig::Postgres(c) = parse("postgres://u:p@h/db?sslmode=require&lease=5s").unwrap() else { panic!() };
-        assert_eq!(c.driver_url("postgres"), "postgres://u:p@h/db?sslmode=require");
+        assert!(matches!(c.postgres().unwrap().get_ssl_mode(), sqlx::postgres::PgSslMode::Require));
         let SqlConfig::Mysql(c) = parse("mysql://h/db?ssl-mode=required").unwrap() else { panic!() };
-        assert_eq!(c.driver_url("mysql"), "mysql://h/db?ssl-mode=REQUIRED");
+        assert!(matches!(c.mysql().unwrap().get_ssl_mode(), sqlx::mysql::MySqlSslMode::Required));
         // Each database's own spelling only: the other's is a typo here.
         assert_eq!(parse("mysql://h/db?sslmode=require").unwrap_err().kind(), ErrorKind::InvalidUrl);
         assert_eq!(parse("postgres://h/db?ssl-mode=REQUIRED").unwrap_err().kind(), ErrorKind::InvalidUrl);

@@ -220,7 +220,7 @@ pub(crate) fn polled_version(v: Option<i64>) -> i64 {
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 const CONNECT_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Opens the pool of a `postgres://` or `mysql://` store (`url`: the driver's URL) after
+/// Opens the pool of a `postgres://` or `mysql://` store on the driver's `options` after
 /// one connection made directly: a pool's own first `connect` retries a failed connection
 /// until its acquire timeout and then says only "pool timed out", where the direct attempt
 /// fails at once with the server's reason (refused, wrong password, TLS). It is closed
@@ -228,12 +228,11 @@ const CONNECT_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) async fn open_pool<DB: sqlx::Database>(
     pool: sqlx::pool::PoolOptions<DB>,
-    url: &str,
+    options: <DB::Connection as sqlx::Connection>::Options,
     store: &str,
 ) -> Result<sqlx::Pool<DB>> {
     use sqlx::{ConnectOptions, Connection};
     let fail = |e: sqlx::Error| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e);
-    let options: <DB::Connection as Connection>::Options = url.parse().map_err(fail)?;
     let first = crate::rt::timeout(CONNECT_BOUND, options.connect()).await.map_err(|_| {
         Error::connection(format!("cannot connect to {store}: no answer within {} s", CONNECT_BOUND.as_secs()))
     })?;

@@ -80,7 +80,7 @@ impl Mysql {
                     Ok(())
                 })
             });
-        let pool = open_pool(options, &config.driver_url("mysql"), &store).await?;
+        let pool = open_pool(options, config.mysql()?, &store).await?;
         make_table(&pool, config.create, &store).await?;
         widen_names(&pool, config.create).await.map_err(|e| driver_error(&store, e))?;
         add_free_column(&pool, config.create).await.map_err(|e| driver_error(&store, e))?;

@@ -82,7 +82,7 @@ impl Postgres {
                 })
             },
         );
-        let pool = open_pool(options, &config.driver_url("postgres"), &store).await?;
+        let pool = open_pool(options, config.postgres()?, &store).await?;
         create_schema(&pool, config.create, &store).await?;
         let mut listener = PgListener::connect_with(&pool).await.map_err(|e| driver_error(&store, e))?;
         listener.listen(CHANNEL).await.map_err(|e| driver_error(&store, e))?;

@@ -91,28 +91,13 @@ impl Sqlite {
     }
 
     async fn connect(config: FileConfig) -> Result<Sqlite> {
-        let FileConfig { path, busy_timeout: busy } = config;
+        let (path, busy) = (config.path.clone(), config.busy_timeout);
         // Fail closed: a process that cannot tell the host's boot clock judges no lease.
         super::boot_clock::now_us(0).map_err(|e| Error::unsupported(format!("SQLite {path}: {e}")))?;
-        let opts = SqliteConnectOptions::from_str("sqlite://")
-            .map_err(|e| Error::backend("cannot configure SQLite").with_source(e))?
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(busy);
-        let (pool, clock) = while_locked_at(Some(Path::new(&path)), busy, || open_pool(opts.clone(), busy))
-            .await
-            .map_err(|e| open_error(&path, e))?;
-        let step_opts = opts.busy_timeout(STEP_BUSY.min(busy));
-        let steps = while_locked_at(Some(Path::new(&path)), busy, || {
-            SqlitePoolOptions::new()
-                .max_connections(4)
-                .acquire_timeout(busy + Duration::from_secs(5))
-                .connect_with(step_opts.clone())
-        })
-        .await
-        .map_err(|e| open_error(&path, e))?;
+        let (pool, clock) = open_file(&config, busy, SqlitePoolOptions::new().max_connections(8), made).await?;
+        let steps =
+            open_file(&config, STEP_BUSY.min(busy), SqlitePoolOptions::new().max_connections(4), |p| async { Ok(p) })
+                .await?;
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| PathBuf::from(&path));
         let wakes = Wakes::for_store(&format!("sqlite:{}", canonical.display()));
         Ok(Sqlite { db: Arc::new(Db { pool, steps, path, clock, busy, sweeps: Sweeps::default() }), wakes })
@@ -216,13 +201,39 @@ impl Db {
     }
 }
 
-/// A pool on `opts` with the tables made, and the file's lease-clock base.
-async fn open_pool(opts: SqliteConnectOptions, busy: Duration) -> std::result::Result<(SqlitePool, u64), sqlx::Error> {
-    let pool = SqlitePoolOptions::new()
-        .max_connections(8)
-        .acquire_timeout(busy + Duration::from_secs(5))
-        .connect_with(opts)
-        .await?;
+/// The one opener of a SQLite pool, for baton's own design and for the `?scheme=` designs:
+/// the file of `file` (made if missing) in WAL mode, normal sync, each connection waiting
+/// `busy` for another process's write lock; `then` finishes the pool (its tables, its
+/// clock) within the same wait for the file's lock ([`while_locked_at`]).
+pub(crate) async fn open_file<T, F, Fut>(
+    file: &FileConfig,
+    busy: Duration,
+    pool: SqlitePoolOptions,
+    then: F,
+) -> Result<T>
+where
+    F: Fn(SqlitePool) -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, sqlx::Error>>,
+{
+    let path = file.path.as_str();
+    let opts = SqliteConnectOptions::from_str("sqlite://")
+        .map_err(|e| Error::backend("cannot configure SQLite").with_source(e))?
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(busy);
+    let pool = pool.acquire_timeout(file.busy_timeout + Duration::from_secs(5));
+    let open = || {
+        let (pool, opts) = (pool.clone(), opts.clone());
+        let then = &then;
+        async move { then(pool.connect_with(opts).await?).await }
+    };
+    while_locked_at(Some(Path::new(path)), file.busy_timeout, open).await.map_err(|e| open_error(path, e))
+}
+
+/// The store's tables made on `pool`, and the file's lease-clock base.
+async fn made(pool: SqlitePool) -> std::result::Result<(SqlitePool, u64), sqlx::Error> {
     sqlx::query(SCHEMA).execute(&pool).await?;
     let has_free: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM pragma_table_info('baton_state') WHERE name = 'free_us'")
@@ -243,20 +254,12 @@ async fn open_pool(opts: SqliteConnectOptions, busy: Duration) -> std::result::R
 
 /// Runs `open` again while SQLite answers "database is locked", within `busy`: processes
 /// opening a new file at once race to switch it to WAL and to create its tables, steps
-/// SQLite may refuse at once without waiting in the busy handler. Every opener of a
-/// SQLite file goes through here (the store, the `?scheme=` designs).
-pub(crate) async fn while_locked<T, F, Fut>(busy: Duration, open: F) -> std::result::Result<T, sqlx::Error>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = std::result::Result<T, sqlx::Error>>,
-{
-    while_locked_at(None, busy, open).await
-}
-
-/// [`while_locked`], waiting on past `busy` as long as the database file at `path` (or its
-/// WAL) keeps changing: other processes are opening and writing it, so the lock changes
-/// hands (hundreds of processes opening one file at once), and this opener waits in line.
-pub(crate) async fn while_locked_at<T, F, Fut>(
+/// SQLite may refuse at once without waiting in the busy handler. It waits on past `busy`
+/// as long as the database file at `path` (or its WAL) keeps changing: other processes
+/// are opening and writing it, so the lock changes hands (hundreds of processes opening
+/// one file at once), and this opener waits in line. Every opener of a SQLite file goes
+/// through here ([`open_file`]).
+async fn while_locked_at<T, F, Fut>(
     path: Option<&Path>,
     busy: Duration,
     mut open: F,

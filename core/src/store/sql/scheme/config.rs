@@ -3,9 +3,8 @@
 //! are checked as plain identifiers (letters, digits, `_`, at most one `schema.` part)
 //! and quoted anyway, so an option can never smuggle SQL into a statement.
 
-use std::time::Duration;
-
 use crate::error::{Error, Result};
+use crate::store::sql::config::SqlConfig;
 use crate::url::{COMMON_OPTIONS, StoreUrl};
 
 /// The lock schemes besides baton's own state rows (the default, `scheme=state`).
@@ -82,22 +81,34 @@ pub(crate) struct SchemeConfig {
     pub(crate) exclusive: bool,
     /// Connections that held locks may pin at once (`for-update`, `advisory`; `?pool=`).
     pub(crate) pool: u32,
-    /// SQLite's wait for another process's write lock.
-    pub(crate) busy_timeout: Duration,
+    /// The database, parsed once here (`super::super::config`).
+    pub(crate) db: SqlConfig,
 }
 
 /// The lock scheme `url` names: `None` for baton's own design (no `scheme`, or `state`).
 pub(crate) fn requested(url: &StoreUrl) -> Result<Option<Scheme>> {
     match url.option("scheme") {
         None | Some("state") => Ok(None),
-        Some("table") => Ok(Some(Scheme::Table)),
-        Some("for-update") => Ok(Some(Scheme::ForUpdate)),
-        Some("optimistic") => Ok(Some(Scheme::Optimistic)),
-        Some("advisory") => Ok(Some(Scheme::Advisory)),
-        Some(other) => Err(Error::invalid_argument(format!(
-            "option `scheme` of {url}: `{other}` is not a SQL lock scheme (state: baton's own rows, the default; \
-             table, for-update, optimistic, advisory)"
-        ))),
+        Some(v) => {
+            v.parse().map(Some).map_err(|why| Error::invalid_argument(format!("option `scheme` of {url}: {why}")))
+        }
+    }
+}
+
+impl std::str::FromStr for Scheme {
+    type Err = String;
+
+    /// A lock scheme by its `?scheme=` name (`state`, baton's own design, is no `Scheme`).
+    fn from_str(s: &str) -> std::result::Result<Scheme, String> {
+        [Scheme::Table, Scheme::ForUpdate, Scheme::Optimistic, Scheme::Advisory]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "`{s}` is not a SQL lock scheme (state: baton's own rows, the default; \
+                     table, for-update, optimistic, advisory)"
+                )
+            })
     }
 }
 
@@ -158,11 +169,7 @@ impl SchemeConfig {
                 Error::invalid_argument(format!("option `pool` of {url}: `{v}` is not a connection count in 1..=10000"))
             })?,
         };
-        let busy_timeout = match url.option("busy_timeout") {
-            Some(v) => crate::duration::parse(v)?,
-            None => Duration::from_secs(5),
-        };
-        Ok(SchemeConfig { names, create, exclusive, pool, busy_timeout })
+        Ok(SchemeConfig { names, create, exclusive, pool, db: SqlConfig::unchecked(url)? })
     }
 }
 

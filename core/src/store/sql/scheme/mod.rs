@@ -47,6 +47,7 @@ use crate::error::{Error, Result};
 use crate::inspect::Inspection;
 use crate::key::{Family, Key};
 use crate::state::{Attempt, KeyState, Mode, Released, Request};
+use crate::store::sql::config::SqlConfig;
 use crate::store::{Store, Subscription};
 use crate::url::StoreUrl;
 
@@ -111,18 +112,18 @@ impl SchemeStore {
         let Some(scheme) = config::requested(url)? else { return Ok(None) };
         let cfg = SchemeConfig::from_url(url, scheme)?;
         let store = format!("{url} (scheme {})", scheme.as_str());
-        let conns = Conns { pool: connect(url, &cfg, 8, &store).await?, store: store.clone() };
+        let conns = Conns { pool: connect(&cfg, 8, &store).await?, store: store.clone() };
         let imp: Arc<dyn LockScheme> = match scheme {
             Scheme::Table => Arc::new(table::Table::open(conns, &cfg).await?),
             Scheme::Optimistic => Arc::new(optimistic::Optimistic::open(conns, &cfg).await?),
             #[cfg(any(feature = "postgres", feature = "mysql"))]
             Scheme::ForUpdate => {
-                let pinned = connect(url, &cfg, cfg.pool, &store).await?;
+                let pinned = connect(&cfg, cfg.pool, &store).await?;
                 Arc::new(pinned::Pinned::new(for_update::ForUpdate::open(&conns, &cfg).await?, conns, pinned, &cfg))
             }
             #[cfg(any(feature = "postgres", feature = "mysql"))]
             Scheme::Advisory => {
-                let pinned = connect(url, &cfg, cfg.pool, &store).await?;
+                let pinned = connect(&cfg, cfg.pool, &store).await?;
                 Arc::new(pinned::Pinned::new(advisory::Advisory::open(&conns, &cfg).await?, conns, pinned, &cfg))
             }
             #[allow(unreachable_patterns)]
@@ -165,65 +166,39 @@ impl SchemeStore {
     }
 }
 
-/// Opens a pool of at most `max` connections to the database `url` names.
-async fn connect(url: &StoreUrl, cfg: &SchemeConfig, max: u32, store: &str) -> Result<Pool> {
-    let fail = |e: sqlx::Error| Error::connection(format!("cannot connect to {store}: {e}")).with_source(e);
-    match url.scheme() {
+/// Opens a pool of at most `max` connections to the database `cfg` names.
+async fn connect(cfg: &SchemeConfig, max: u32, store: &str) -> Result<Pool> {
+    match &cfg.db {
         #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => {
-            let server = super::config::ServerConfig::unchecked(url)?;
+        SqlConfig::Postgres(server) => {
             let options =
                 sqlx::postgres::PgPoolOptions::new().max_connections(max).acquire_timeout(Duration::from_secs(10));
-            let pool = super::open_pool(options, &server.driver_url("postgres"), store).await?;
-            Ok(Pool::Pg(pool))
+            Ok(Pool::Pg(super::open_pool(options, server.postgres()?, store).await?))
         }
         #[cfg(feature = "mysql")]
-        "mysql" => {
-            let server = super::config::ServerConfig::unchecked(url)?;
+        SqlConfig::Mysql(server) => {
             let options =
                 sqlx::mysql::MySqlPoolOptions::new().max_connections(max).acquire_timeout(Duration::from_secs(10));
-            let pool = super::open_pool(options, &server.driver_url("mysql"), store).await?;
-            Ok(Pool::My(pool))
+            Ok(Pool::My(super::open_pool(options, server.mysql()?, store).await?))
         }
         #[cfg(feature = "sqlite")]
-        "sqlite" => {
-            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-            use std::str::FromStr;
-            let path = format!("{}{}", url.hosts(), url.path());
-            let opts = SqliteConnectOptions::from_str("sqlite://")
-                .map_err(fail)?
-                .filename(&path)
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(cfg.busy_timeout);
-            let open_err = |e: sqlx::Error| {
-                Error::connection(format!("cannot open the SQLite database {path}: {e}")).with_source(e)
-            };
+        SqlConfig::Sqlite(file) => {
             // The lease clock's base, read once the first connection is up; every
             // connection's `baton_now_ms()` reads it.
             let base = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
             let on_each = base.clone();
-            let (pool, b) = super::sqlite::while_locked(cfg.busy_timeout, || async {
-                let on_each = on_each.clone();
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(max)
-                    .acquire_timeout(cfg.busy_timeout + Duration::from_secs(5))
-                    .after_connect(move |conn, _| {
-                        let base = on_each.clone();
-                        Box::pin(async move { super::boot_clock::register(conn, base).await })
-                    })
-                    .connect_with(opts.clone())
-                    .await?;
+            let options = sqlx::sqlite::SqlitePoolOptions::new().max_connections(max).after_connect(move |conn, _| {
+                let base = on_each.clone();
+                Box::pin(async move { super::boot_clock::register(conn, base).await })
+            });
+            let (pool, b) = super::sqlite::open_file(file, file.busy_timeout, options, |pool| async move {
                 let b = super::boot_clock::base(&pool).await?;
                 Ok((pool, b))
             })
-            .await
-            .map_err(open_err)?;
+            .await?;
             base.store(b, std::sync::atomic::Ordering::Release);
             Ok(Pool::Lite(pool))
         }
-        s => Err(Error::invalid_url(format!("`{s}://` names no SQL database of this build"))),
     }
 }
 

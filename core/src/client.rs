@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use crate::CountDownLatch;
 use crate::engine::Ctx;
 use crate::error::Result;
 use crate::fence::Fence;
 use crate::inspect::Inspection;
 use crate::key::Family;
+use crate::latch::CountDownLatch;
 use crate::lock::{FairLock, Lock, multi::MultiLock, rw::RwLock};
 use crate::options::{DEFAULT_LEASE, DEFAULT_RENEW, Lease, LockOptions};
 use crate::semaphore::{PermitSemaphore, Semaphore};

@@ -21,11 +21,11 @@ mod sql;
 use std::sync::Arc;
 
 pub use self::sql::fenced_update;
-use crate::FencingToken;
 use crate::engine::Ctx;
 use crate::error::{Error, Result};
 use crate::key::Family;
 use crate::store::FenceOps;
+use crate::token::FencingToken;
 
 /// A value written through a [`Fence`], with the token of the write that put it there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub struct Fenced {
     pub token: FencingToken,
 }
 
-/// Fenced writes on a client's store (see [`Client::fence`](crate::Client::fence)): the
+/// Fenced writes on a client's store (see [`Client::fence`](crate::client::Client::fence)): the
 /// store itself rejects a write whose token is below one it has seen for the key.
 ///
 /// ```

@@ -2,7 +2,7 @@
 # Real Apache Curator (curator-recipes 5.9.0 from Maven Central) against baton on one
 # ZooKeeper: the JVM harness in tests/curator/ (built here with Maven) takes and releases
 # InterProcessMutex, InterProcessReadWriteLock and InterProcessSemaphoreV2 while baton
-# contends on the same names, both ways (core/tests/zk_curator.rs, run with --ignored:
+# contends on the same names, both ways (core/tests/zk/curator.rs, run with --ignored:
 # the rust suite builds that binary but cannot run it without the harness).
 
 suite_curator() {
@@ -18,5 +18,5 @@ suite_curator() {
     # The rust suite's own build (same workspace, exclusions and features): nothing is
     # rebuilt after it.
     local -a ex; mapfile -t ex < <(exclude_args)
-    step "Curator ⇄ baton (zk_curator)" 20m cargo test --workspace "${ex[@]}" --all-features --test zk_curator -- --ignored
+    step "Curator ⇄ baton (zk curator::)" 20m cargo test --workspace "${ex[@]}" --all-features --test zk -- --ignored curator::
 }

@@ -57,7 +57,7 @@ function urlList(variable: string): string[] {
  */
 export function noFairOrLatch(url: string): string | false {
   return url.startsWith('redlock://')
-    ? 'redlock:// has no fair locks or count-down latches (Unsupported; see core/tests/redlock.rs)'
+    ? 'redlock:// has no fair locks or count-down latches (Unsupported; see core/tests/redis/redlock.rs)'
     : false;
 }
 

@@ -1,4 +1,4 @@
-//! The etcd store's own checks, shared by core's `etcd.rs` (gRPC) and `etcd_http.rs` (the
+//! The etcd store's own checks, shared by core's `etcd/grpc.rs` (gRPC) and `etcd/gateway.rs` (the
 //! JSON gateway) test files, which expand them with `etcd_suite!`: URL forms, the key layout of etcd's `concurrency.Mutex`, and interop both
 //! ways with the real `etcdctl lock` (Debian's etcd-client, installed by scripts/services).
 

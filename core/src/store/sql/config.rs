@@ -177,63 +177,50 @@ impl ServerConfig {
     /// without writing the password into a string again.
     #[cfg(feature = "postgres")]
     pub(crate) fn postgres(&self) -> Result<sqlx::postgres::PgConnectOptions> {
-        let mut o = sqlx::postgres::PgConnectOptions::new();
-        if !self.host.is_empty() {
-            o = o.host(&self.host);
-        }
-        if let Some(p) = self.port {
-            o = o.port(p);
-        }
-        if let Some(u) = &self.user {
-            o = o.username(u);
-        }
-        if let Some(p) = &self.password {
-            o = o.password(p);
-        }
-        if !self.database.is_empty() {
-            o = o.database(&self.database);
-        }
-        if let Some(mode) = self.tls("sslmode") {
-            o = o.ssl_mode(
-                mode.parse().map_err(|e| Error::invalid_url(format!("option `sslmode` of {}: {e}", self.shown)))?,
-            );
-        }
-        if let Some(ca) = self.tls("sslrootcert") {
-            o = o.ssl_root_cert(ca);
-        }
-        Ok(o)
+        driver_options!(self, sqlx::postgres::PgConnectOptions::new(), "sslmode", ssl_root_cert("sslrootcert"))
     }
 
     /// [`postgres`](Self::postgres) for MySQL and MariaDB.
     #[cfg(feature = "mysql")]
     pub(crate) fn mysql(&self) -> Result<sqlx::mysql::MySqlConnectOptions> {
-        let mut o = sqlx::mysql::MySqlConnectOptions::new();
-        if !self.host.is_empty() {
-            o = o.host(&self.host);
-        }
-        if let Some(p) = self.port {
-            o = o.port(p);
-        }
-        if let Some(u) = &self.user {
-            o = o.username(u);
-        }
-        if let Some(p) = &self.password {
-            o = o.password(p);
-        }
-        if !self.database.is_empty() {
-            o = o.database(&self.database);
-        }
-        if let Some(mode) = self.tls("ssl-mode") {
-            o = o.ssl_mode(
-                mode.parse().map_err(|e| Error::invalid_url(format!("option `ssl-mode` of {}: {e}", self.shown)))?,
-            );
-        }
-        if let Some(ca) = self.tls("ssl-ca") {
-            o = o.ssl_ca(ca);
-        }
-        Ok(o)
+        driver_options!(self, sqlx::mysql::MySqlConnectOptions::new(), "ssl-mode", ssl_ca("ssl-ca"))
     }
 }
+
+/// The two drivers' option builders have the same methods but no common trait: one body
+/// for both, with each database's TLS names.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+macro_rules! driver_options {
+    ($c:expr, $new:expr, $mode:literal, $ca:ident($ca_name:literal)) => {{
+        let c = $c;
+        let mut o = $new;
+        if !c.host.is_empty() {
+            o = o.host(&c.host);
+        }
+        if let Some(p) = c.port {
+            o = o.port(p);
+        }
+        if let Some(u) = &c.user {
+            o = o.username(u);
+        }
+        if let Some(p) = &c.password {
+            o = o.password(p);
+        }
+        if !c.database.is_empty() {
+            o = o.database(&c.database);
+        }
+        if let Some(mode) = c.tls($mode) {
+            let bad = |e| Error::invalid_url(format!("option `{}` of {}: {e}", $mode, c.shown));
+            o = o.ssl_mode(mode.parse().map_err(bad)?);
+        }
+        if let Some(ca) = c.tls($ca_name) {
+            o = o.$ca(ca);
+        }
+        Ok(o)
+    }};
+}
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+use driver_options;
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 impl std::fmt::Debug for ServerConfig {

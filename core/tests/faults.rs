@@ -54,6 +54,8 @@
     feature = "zookeeper"
 ))]
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap that fails is a failing test
+
 use std::fmt::Write as _;
 use std::future::Future;
 use std::io::Write as _;

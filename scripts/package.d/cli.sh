@@ -5,7 +5,7 @@
 #   target/dist/baton-VERSION-TRIPLE.tar.gz   (Linux, macOS)
 #   target/dist/baton-VERSION-TRIPLE.zip      (Windows: baton.exe)
 #
-# each holding a directory baton-VERSION-TRIPLE/ with the binary, README.md and the LICENSE
+# each holding a directory baton-VERSION-TRIPLE/ with the binary, README.md (cli/README.md) and the LICENSE
 # files the checkout has; then target/dist/SHA256SUMS over every file in target/dist/.
 #
 # Built with `cargo zigbuild` (zig from PyPI's `ziglang` as C compiler and linker, installed
@@ -49,7 +49,9 @@ cli_archive() {
     stage="$ROOT/target/cli-stage"
     rm -rf "${stage:?}/$name" && mkdir -p "$stage/$name"
     cp "$bin" "$stage/$name/"
-    for f in "$ROOT"/README.md "$ROOT"/LICENSE*; do
+    # The CLI's own page (the root README speaks of cargo and scripts/test).
+    cp "$ROOT/cli/README.md" "$stage/$name/README.md"
+    for f in "$ROOT"/LICENSE*; do
         [[ -f $f ]] && cp "$f" "$stage/$name/"
     done
     out="$DIST/$name$ext"

@@ -3,7 +3,7 @@
 # (the .crate file, then a build of exactly what it holds, default features, offline of
 # any registry upload) into target/dist/baton-VERSION.crate. Nothing is published.
 #
-# Names on crates.io (the plan, README's "Rust" install section): `baton` belongs to an
+# Names on crates.io (the plan, core/README.md's Install section): `baton` belongs to an
 # unrelated crate there, so the core is to be published as `baton-lock` with its library
 # still named `baton` (`[lib] name = "baton"`; users write
 # `baton = { package = "baton-lock", version = "0.1" }` and keep `use baton::…`). The

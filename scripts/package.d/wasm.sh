@@ -79,6 +79,9 @@ package_wasm() {
     cp "$js/web/baton_wasm.js" "$node/index.js"
     cp "$js/web/baton_wasm.d.ts" "$node/index.d.ts"
     cp "$js"/node/core.js "$js"/node/package.json "$node/"
+    # What npm shows for both packages.
+    cp "$ROOT/wasm/README.md" "$web/README.md"
+    cp "$ROOT/wasm/README.md" "$node/README.md"
     rm -rf "$DIST/wasm" "$DIST/wasm-node"
     cp -r "$web" "$DIST/wasm"
     cp -r "$node" "$DIST/wasm-node"

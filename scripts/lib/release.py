@@ -58,7 +58,9 @@ DOC_PATTERNS = [
     r"baton_lock-{V}-cp",
     r"baton-lock-(?:[a-z0-9]+-)*{V}\.tgz",
     r"baton-lock {V}\b",
-    r"baton-{V}(?:-[a-z0-9_]+-[a-z0-9_-]+\.(?:tar\.gz|zip)|\.jar|-sources\.jar|-javadoc\.jar|\.pom|\.crate)",
+    # A CLI archive: the triple's first word tells the version's end from a pre-release's.
+    r"baton-{V}(?=-(?:x86_64|aarch64)-)",
+    r"baton-{V}(?:\.jar|-sources\.jar|-javadoc\.jar|\.pom|\.crate)",
 ]
 DOC_GLOBS = ["README.md", "*/README.md", "docs/*.md", "CONTRIBUTING.md"]
 

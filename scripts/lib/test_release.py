@@ -53,6 +53,16 @@ class Versions(unittest.TestCase):
         self.assertEqual(pom_before.count("<version>") , pom_after.count("<version>"))
         self.assertEqual(len(re.findall(r"7\.8\.9-rc\.1", pom_after)), 1)
 
+    def test_a_cli_archive_name_keeps_its_triple(self) -> None:
+        doc = self.tmp / "docs/example.md"
+        doc.write_text("unpack `baton-0.0.9-aarch64-unknown-linux-gnu.tar.gz` and `baton-0.0.9.jar`\n")
+        wrong = release.check(self.tmp)
+        self.assertEqual([w.split(": ", 1)[1] for w in wrong if "example" in w], [
+            f"0.0.9 (the workspace is {release.workspace_version(REPO)})"] * 2)
+        release.set_version(self.tmp, "7.8.9-rc.1")
+        self.assertEqual(doc.read_text(),
+                         "unpack `baton-7.8.9-rc.1-aarch64-unknown-linux-gnu.tar.gz` and `baton-7.8.9-rc.1.jar`\n")
+
     def test_a_stale_pin_is_named(self) -> None:
         pin = self.tmp / "tests/jvm-consumer/pom.xml"
         pin.write_text(re.sub(r"<baton\.version>[^<]+<", "<baton.version>0.0.1<", pin.read_text()))

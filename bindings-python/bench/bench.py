@@ -39,7 +39,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 try:
     import baton
-except ImportError:  # scripts/bench-peers times redis-py with this file's loops, wheel or not
+except ImportError:  # benches/peers/bench-peers times redis-py with this file's loops, wheel or not
     baton = None  # type: ignore[assignment]
 
 SETTLE = 0.001  # the holder lets the waiter park for 1 ms before releasing

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use baton::ffi::LockExt;
 use baton::{Error, ErrorKind, Result};
 
 /// A place between two commands of a scheme's acquire or release.
@@ -60,7 +61,7 @@ impl Hooks {
     }
 
     fn arm(&self, point: Point, fault: Fault) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push((point, fault));
+        self.0.locked().push((point, fault));
     }
 
     /// Called by a scheme between two steps: returns at once unless a fault is armed here.
@@ -70,7 +71,7 @@ impl Hooks {
     /// it without sending anything more.
     pub(crate) async fn at(&self, point: Point) -> Result<()> {
         let fault = {
-            let mut armed = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let mut armed = self.0.locked();
             armed.iter().position(|(p, _)| *p == point).map(|i| armed.remove(i).1)
         };
         match fault {

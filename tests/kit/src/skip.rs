@@ -12,6 +12,8 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
+use baton::ffi::LockExt;
+
 /// The unwinding payload of a skip (never a panic message: `resume_unwind` runs no hook).
 pub struct Skipped;
 
@@ -27,7 +29,7 @@ pub fn report(why: &str) {
     // stderr itself, not `eprintln!`: libtest captures what the macros print.
     let _ = writeln!(std::io::stderr(), "SKIP {test}: {why} (`scripts/services start`, then source its env)");
     COUNT.fetch_add(1, Ordering::Relaxed);
-    WHAT.lock().unwrap_or_else(|p| p.into_inner()).insert(why.to_owned());
+    WHAT.locked().insert(why.to_owned());
     AT_EXIT.call_once(|| {
         // SAFETY: `print_count` is a plain `extern "C" fn()` that only writes to stderr.
         unsafe { libc::atexit(print_count) };

@@ -18,7 +18,7 @@ use crate::exit::{self, Failure};
 const SETTLE: Duration = Duration::from_millis(10);
 
 /// What a scenario measured: operation count, wall time, per-operation latency (ns), and
-/// when the timed part began on the wall clock (for `scripts/bench-peers --cpu`, which
+/// when the timed part began on the wall clock (for `benches/peers/bench-peers --cpu`, which
 /// reads the processes' CPU time over that window).
 pub(super) struct Sample {
     pub(super) ops: u64,

@@ -7,9 +7,9 @@ use std::time::Duration;
 use crate::rt::Instant;
 
 use super::{Held, Slot};
-use crate::FencingToken;
 use crate::error::{Error, Result};
 use crate::state::Released;
+use crate::token::FencingToken;
 
 /// How long the background release of a dropped guard may take before it gives up (the
 /// lease then ends on its own).
@@ -169,8 +169,10 @@ impl Drop for Grant {
 mod tests {
     use std::time::Duration;
 
+    use crate::client::Client;
+    use crate::lock::Lock;
+    use crate::options::LockOptions;
     use crate::state::{Attempt, Mode, Request};
-    use crate::{Client, Lock, LockOptions};
 
     /// Takes one more hold under `lock`'s holder id behind its back, as an attempt whose
     /// answer was lost with its connection (or whose give-back failed) leaves one.

@@ -3,7 +3,6 @@
 
 // Only stores that cannot announce changes poll; a memory-only build has none.
 #[cfg_attr(not(any(feature = "sqlite", feature = "mysql")), allow(dead_code))]
-pub(crate) mod backoff;
 mod grant;
 mod renewer;
 mod wait;
@@ -19,14 +18,14 @@ use std::time::Duration;
 use crate::rt::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::FencingToken;
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::options::Lease;
 use crate::owner::ClientId;
 use crate::rt::Rt;
 use crate::state::Mode;
-use crate::store::Store;
+use crate::store::{Store, drift_margin};
+use crate::token::FencingToken;
 use crate::url::StoreUrl;
 
 /// Fires `lost` once, recording the loss.
@@ -36,15 +35,6 @@ pub(crate) fn mark_lost(key: &Key, token: FencingToken, lost: &CancellationToken
         crate::observe::lost(key, token.get());
         lost.cancel();
     }
-}
-
-/// How much of a lease the holder never counts on, on every store: the clock-rate
-/// difference allowed between the holder's and the store's clocks (2 % of the lease) plus
-/// the holder's own lateness at noticing that its deadline passed (a timer fired late on a
-/// loaded machine, the lost signal reaching its listeners): 50 ms. A store adds its own
-/// (`Store::lease_margin`: Redlock's drift between nodes, etcd's cached keep-alives).
-pub(crate) fn drift_margin(lease: Duration) -> Duration {
-    lease / 50 + Duration::from_millis(50)
 }
 
 /// The holder's local end of a lease of `lease` whose request was sent at `sent`: the

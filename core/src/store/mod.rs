@@ -1,9 +1,13 @@
 //! Stores. Each store does one step atomically on its store; waiting, renewal,
 //! reentrancy bookkeeping, timeouts and fencing bookkeeping live in `engine`, once.
 
+// Only stores that cannot announce changes poll; a memory-only build has none.
+#[cfg_attr(not(any(feature = "sqlite", feature = "mysql")), allow(dead_code))]
+pub(crate) mod backoff;
 #[cfg(any(feature = "etcd", feature = "etcd-http"))]
 mod etcd;
 mod fence;
+mod margin;
 pub(crate) mod memory;
 pub(crate) mod open;
 #[cfg(feature = "redis")]
@@ -23,6 +27,7 @@ mod wakes;
 mod zk;
 
 pub(crate) use self::fence::FenceOps;
+pub(crate) use self::margin::drift_margin;
 
 use std::fmt;
 use std::time::Duration;

@@ -57,10 +57,10 @@ mod poll {
     use tokio::sync::watch;
 
     use super::Wakes;
-    use crate::engine::backoff::Backoff;
     use crate::error::Result;
     use crate::key::Key;
     use crate::store::Subscription;
+    use crate::store::backoff::Backoff;
 
     /// Reads a key's change counter (bumped by every change that may let a waiter in).
     #[async_trait]

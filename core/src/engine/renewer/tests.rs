@@ -6,12 +6,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::BATCH;
+use crate::client::Client;
 use crate::error::Result;
 use crate::inspect::Inspection;
 use crate::key::Key;
+use crate::options::{DEFAULT_LEASE, DEFAULT_RENEW, Lease, LockOptions};
 use crate::state::{Attempt, Released, Request};
 use crate::store::{Store, Subscription, memory::Memory};
-use crate::{Client, DEFAULT_LEASE, DEFAULT_RENEW, Lease, LockOptions, StoreUrl};
+use crate::url::StoreUrl;
 
 /// The memory store, counting the watchdog's store calls; its `inspect` (the keeper's
 /// question about a ttl lease) answers after `inspect_delay`, as a loaded store would.
@@ -149,6 +151,6 @@ async fn extend_to_a_shorter_lease_is_watched() {
     tokio::time::timeout(Duration::from_secs(10), g.lost()).await.expect("lost after the shorter lease");
     // Lost at the local deadline: the lease less the drift margin.
     let lease = Duration::from_millis(700);
-    let at_least = lease - crate::engine::drift_margin(lease) - Duration::from_millis(10);
+    let at_least = lease - crate::store::drift_margin(lease) - Duration::from_millis(10);
     assert!(t0.elapsed() >= at_least, "lost after only {:?}", t0.elapsed());
 }

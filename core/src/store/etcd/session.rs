@@ -85,7 +85,7 @@ impl Session {
     /// and this store's `freshness` twice: once for the renewal's reuse, once for slack).
     fn unvouched_after(&self) -> Duration {
         let ttl = Duration::from_secs(u64::try_from(self.ttl_s).unwrap_or(1));
-        ttl.saturating_sub(crate::engine::drift_margin(ttl) + freshness(self.ttl_s) * 2)
+        ttl.saturating_sub(crate::store::drift_margin(ttl) + freshness(self.ttl_s) * 2)
     }
 
     pub(crate) fn lost(&self) -> bool {

@@ -14,9 +14,9 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until};
 
 use super::LockScheme;
-use crate::engine::backoff::Backoff;
 use crate::error::Result;
 use crate::store::Subscription;
+use crate::store::backoff::Backoff;
 use crate::sync::Registry;
 
 const POLL_MIN: Duration = Duration::from_millis(5);

@@ -53,7 +53,6 @@
     feature = "etcd",
     feature = "zookeeper"
 ))]
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap that fails is a failing test
 
 use std::fmt::Write as _;

@@ -177,7 +177,31 @@ impl ServerConfig {
     /// without writing the password into a string again.
     #[cfg(feature = "postgres")]
     pub(crate) fn postgres(&self) -> Result<sqlx::postgres::PgConnectOptions> {
-        driver_options!(self, sqlx::postgres::PgConnectOptions::new(), "sslmode", ssl_root_cert("sslrootcert"))
+        driver_options!(self, self.postgres_base(), "sslmode", ssl_root_cert("sslrootcert"))
+    }
+
+    /// What the typed PostgreSQL options start from. For a server without a password, sqlx
+    /// takes one from `~/.pgpass` (or `PGPASSFILE`) when it parses a URL, matched on that
+    /// URL's host, port, user and database, but its builder (`PgConnectOptions::new`)
+    /// matches only the environment's defaults: so such a server starts from a URL that
+    /// names it and holds no secret, as its URL did before it was parsed into this config.
+    #[cfg(feature = "postgres")]
+    fn postgres_base(&self) -> sqlx::postgres::PgConnectOptions {
+        use sqlx::postgres::PgConnectOptions;
+        if self.password.is_some() {
+            return PgConnectOptions::new_without_pgpass();
+        }
+        let Ok(mut u) = url::Url::parse("postgres://localhost/") else { return PgConnectOptions::new() };
+        if self.host.is_empty() || u.set_host(Some(&self.host)).is_err() || u.set_port(self.port).is_err() {
+            return PgConnectOptions::new();
+        }
+        if let Some(user) = &self.user {
+            if u.set_username(user).is_err() {
+                return PgConnectOptions::new();
+            }
+        }
+        u.set_path(&self.database);
+        u.as_str().parse().unwrap_or_else(|_| PgConnectOptions::new())
     }
 
     /// [`postgres`](Self::postgres) for MySQL and MariaDB.
@@ -259,6 +283,44 @@ mod tests {
         let SqlConfig::Postgres(c) = parse("postgres://h/db?create=false").unwrap() else { panic!() };
         assert!(!c.create);
         assert_eq!(parse("postgres://h/db?create=no").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+
+    /// A server URL without a password takes its password from the pgpass file, matched on
+    /// the URL's own host, port, user and database (as sqlx's URL parser does). Run in a
+    /// child process of this test binary: PGPASSFILE is process-wide.
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_url_without_a_password_takes_the_pgpass_entry_of_its_own_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pgpass");
+        let entries = "other.example:5433:app:alice:wrong\ndb.example:5433:app:alice:from-pgpass\n";
+        std::fs::write(&file, entries).unwrap();
+        // Like libpq, sqlx ignores a pgpass file that others may read.
+        #[cfg(unix)]
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "store::sql::config::tests::pgpass_child", "--ignored", "--nocapture"])
+            .env("PGPASSFILE", &file)
+            .env_remove("PGPASSWORD")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("PGPASS without=Some(\"from-pgpass\")"), "{stdout}");
+        assert!(stdout.contains("PGPASS with=Some(\"given\")"), "{stdout}");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    #[ignore = "child process of a_url_without_a_password_takes_the_pgpass_entry_of_its_own_server"]
+    fn pgpass_child() {
+        let password = |url: &str| {
+            let SqlConfig::Postgres(c) = parse(url).unwrap() else { panic!() };
+            let o = format!("{:?}", c.postgres().unwrap());
+            o.split("password: ").nth(1).and_then(|r| r.split(", ").next()).unwrap_or("").to_owned()
+        };
+        println!("PGPASS without={}", password("postgres://alice@db.example:5433/app"));
+        println!("PGPASS with={}", password("postgres://alice:given@db.example:5433/app"));
     }
 
     #[cfg(all(feature = "postgres", feature = "mysql"))]

@@ -7,6 +7,8 @@
 //! (the runner is set in .cargo/config.toml). The JavaScript API (BatonError codes,
 //! AbortSignal, bad input, panics) is tested from a plain page: wasm/test/.
 #![cfg(target_arch = "wasm32")]
+// Test code: an unwrap that fails is a failing test (clippy sees no #[test] in wasm_bindgen_test).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::election::Election;
 use crate::engine::Ctx;
 use crate::error::Result;
 use crate::fence::Fence;
@@ -69,6 +70,17 @@ impl Client {
     /// A lock handle with options (ttl, lease, owner, …).
     pub fn lock_with(&self, name: &str, options: LockOptions) -> Lock {
         Lock::new(&self.ctx, name, &options)
+    }
+
+    /// A leader-election handle with default options (watchdog lease). A bad name is
+    /// reported by the handle's first call.
+    pub fn election(&self, name: &str) -> Election {
+        Election::new(&self.ctx, name, LockOptions::new())
+    }
+
+    /// A leader-election handle with options (`ttl`/`lease` of the leadership, `owner`).
+    pub fn election_with(&self, name: &str, options: LockOptions) -> Election {
+        Election::new(&self.ctx, name, options)
     }
 
     /// A fair lock handle (grants in request order).

@@ -12,7 +12,7 @@ use crate::token::FencingToken;
 pub struct Inspection {
     /// The name inspected.
     pub name: String,
-    /// The primitive family (`lock`, `rwlock`, `semaphore`, `latch`).
+    /// The primitive family (`lock`, `rwlock`, `semaphore`, `latch`, `election`).
     pub kind: &'static str,
     /// Current holders (several for read locks and semaphores).
     pub holders: Vec<Holder>,
@@ -42,6 +42,8 @@ pub struct Holder {
     pub token: FencingToken,
     /// Time left on the lease, when the store reports it.
     pub lease_left: Option<Duration>,
+    /// What the holder proclaimed: an election's leader's proposal (`None` for locks).
+    pub value: Option<String>,
 }
 
 impl Inspection {
@@ -63,6 +65,7 @@ impl Inspection {
                     count: h.count,
                     token: FencingToken::new(h.token),
                     lease_left: Some(Duration::from_millis(h.expires_ms.saturating_sub(now_ms))),
+                    value: h.value.clone(),
                 })
                 .collect(),
             waiters: s.queue.iter().map(|w| w.holder.clone()).collect(),

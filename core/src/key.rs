@@ -10,12 +10,16 @@ pub(crate) enum Family {
     RwLock,
     Semaphore,
     Latch,
+    /// Leader election: one leader at a time, its proclaimed value beside its hold.
+    Election,
 }
 
 impl Family {
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn from_name(s: &str) -> Option<Family> {
-        [Family::Lock, Family::RwLock, Family::Semaphore, Family::Latch].into_iter().find(|f| f.as_str() == s)
+        [Family::Lock, Family::RwLock, Family::Semaphore, Family::Latch, Family::Election]
+            .into_iter()
+            .find(|f| f.as_str() == s)
     }
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -24,6 +28,7 @@ impl Family {
             Family::RwLock => "rwlock",
             Family::Semaphore => "semaphore",
             Family::Latch => "latch",
+            Family::Election => "election",
         }
     }
 }

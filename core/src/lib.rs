@@ -35,6 +35,7 @@
 
 mod client;
 pub mod duration;
+mod election;
 mod engine;
 mod error;
 mod fence;
@@ -56,6 +57,7 @@ mod token;
 mod url;
 
 pub use client::Client;
+pub use election::{Election, LeaderInfo, LeaderWatch, Leadership, MAX_PROPOSAL_BYTES};
 pub use error::{Error, ErrorKind, Result};
 pub use fence::{Fence, Fenced, fenced_update};
 pub use inspect::{Holder, Inspection};

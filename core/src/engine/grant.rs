@@ -41,6 +41,16 @@ impl Grant {
         &self.held.holder
     }
 
+    /// What the grant's handle takes (store, key, holder id).
+    pub(crate) fn spec(&self) -> &super::Spec {
+        &self.slot.spec
+    }
+
+    /// Fires the lost signal: the store said the hold is gone.
+    pub(crate) fn mark_lost(&self) {
+        self.held.mark_lost();
+    }
+
     pub(crate) fn lost_token(&self) -> &tokio_util::sync::CancellationToken {
         &self.held.lost
     }
@@ -187,6 +197,7 @@ mod tests {
             watchdog: true,
             shared: false,
             token_floor: None,
+            value: None,
         };
         let got = spec.ctx.store.acquire(&spec.key, &req).await.unwrap();
         assert!(matches!(got, Attempt::Granted { .. }), "{got:?}");

@@ -178,6 +178,8 @@ pub(crate) struct Spec {
     /// The holder id is this handle's own (generated, not `LockOptions::owner`): no other
     /// handle or client takes holds under it.
     pub(crate) own_holder: bool,
+    /// What a fresh grant records beside its hold (an election's proposal).
+    pub(crate) value: Option<String>,
 }
 
 /// A handle's slot: the live grant its guards share while re-entered.

@@ -64,6 +64,7 @@ async fn acquire_inner(slot: &Arc<Slot>, wait: Wait) -> Result<Option<Grant>> {
         watchdog: matches!(spec.lease, crate::options::Lease::Watchdog { .. }),
         shared: !spec.own_holder,
         token_floor: None,
+        value: spec.value.clone(),
     };
     let mut place = queued.then(|| QueuePlace::new(slot));
     let mut sub: Option<Box<dyn crate::store::Subscription>> = None;

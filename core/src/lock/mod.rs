@@ -49,6 +49,7 @@ pub(crate) fn slot(
         lease,
         queue_ttl,
         own_holder,
+        value: None,
     }))
 }
 

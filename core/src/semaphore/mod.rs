@@ -55,6 +55,7 @@ impl Pool {
             lease,
             queue_ttl: DEFAULT_QUEUE_TTL,
             own_holder: false,
+            value: None,
         });
         Ok(engine::acquire(&slot, wait).await?.map(|g| Permit::new(g, self.ctx.user_name(&self.key))))
     }

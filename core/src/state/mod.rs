@@ -10,7 +10,7 @@
 
 mod ops;
 
-pub(crate) use ops::{acquire, inspect, leave_queue, read_holder_of, release, renew};
+pub(crate) use ops::{acquire, inspect, leave_queue, proclaim, read_holder_of, release, renew};
 
 use crate::error::{Error, Result};
 
@@ -27,14 +27,20 @@ pub(crate) fn check_size(name: &str, recorded: Option<u32>, asked: u32) -> Resul
 }
 
 /// Whether going from `before` to `after` may let a waiter in: a hold or queue place went
-/// away, permits came back, or the latch count moved. Renewals, new holds and refreshed
-/// queue places free nothing, so they wake nobody.
+/// away, permits came back, or the latch count moved — or an election's observers have
+/// news: a leader came or went, or proclaimed a value. Renewals, new lock holds and
+/// refreshed queue places free nothing, so they wake nobody.
 pub(crate) fn frees(before: &KeyState, after: &KeyState) -> bool {
     let permits = |s: &KeyState| s.holds.iter().map(|h| u64::from(h.count)).sum::<u64>();
+    // Only election holds carry a value, so for the locks this list is always empty.
+    let proclaimed = |s: &KeyState| {
+        s.holds.iter().filter_map(|h| h.value.as_deref().map(|v| (h.holder.clone(), v.to_owned()))).collect::<Vec<_>>()
+    };
     after.holds.len() < before.holds.len()
         || after.queue.len() < before.queue.len()
         || permits(after) < permits(before)
         || after.count != before.count
+        || proclaimed(after) != proclaimed(before)
 }
 
 use serde::{Deserialize, Serialize};
@@ -96,6 +102,9 @@ pub(crate) struct Hold {
     pub(crate) count: u32,
     pub(crate) token: u64,
     pub(crate) expires_ms: u64,
+    /// What the holder proclaimed (an election's leader); `None` for every other hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) value: Option<String>,
 }
 
 /// A queued request that has not been granted yet.
@@ -178,6 +187,9 @@ pub(crate) struct Request {
     /// none needs it written back. Read by the Redis layouts (`token.lua`); None elsewhere.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) token_floor: Option<u64>,
+    /// What a fresh grant records beside its hold: an election's proposal (`None` for the
+    /// locks).
+    pub(crate) value: Option<String>,
 }
 
 /// The answer to an attempt.

@@ -66,6 +66,7 @@ pub(crate) fn acquire(s: &mut KeyState, name: &str, req: &Request, now_us: u64) 
             count,
             token: s.fence,
             expires_ms: until,
+            value: req.value.clone(),
         });
         return Ok(Attempt::Granted { token: s.fence, count, fresh: true });
     }
@@ -117,6 +118,19 @@ pub(crate) fn release(s: &mut KeyState, holder: &str, count: u32, now_us: u64) -
     }
 }
 
+/// Sets the value `holder`'s live hold proclaims (an election's leader); false when it
+/// holds nothing.
+pub(crate) fn proclaim(s: &mut KeyState, holder: &str, value: &str, now_us: u64) -> bool {
+    purge(s, now_us / 1000);
+    match s.holds.iter_mut().find(|h| h.holder == holder) {
+        Some(h) => {
+            h.value = Some(value.to_owned());
+            true
+        }
+        None => false,
+    }
+}
+
 /// Removes `holder`'s place in the queue (a waiter that gave up).
 pub(crate) fn leave_queue(s: &mut KeyState, holder: &str) -> bool {
     let before = s.queue.len();
@@ -145,6 +159,7 @@ mod tests {
             watchdog: true,
             shared: false,
             token_floor: None,
+            value: None,
         }
     }
     /// The store's clock in µs at `ms`.

@@ -80,6 +80,15 @@ impl Subscription for AnyOf {
     }
 }
 
+/// The answer of a store whose election layout is not written yet.
+#[cfg_attr(
+    not(any(feature = "redis", feature = "etcd", feature = "etcd-http", feature = "zookeeper")),
+    allow(dead_code)
+)]
+pub(crate) fn no_election() -> Error {
+    Error::unsupported("leader election is not supported by this store yet")
+}
+
 /// What `Store::loss_watch` hands the engine.
 pub(crate) type LossWatch = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
 
@@ -172,6 +181,13 @@ pub(crate) trait Store: Send + Sync + fmt::Debug + 'static {
     async fn latch_count(&self, key: &Key) -> Result<u64> {
         let _ = key;
         Err(Error::unsupported("count-down latches are not supported by this store"))
+    }
+
+    /// Sets the value `holder`'s hold of `key` proclaims (an election's leader), in one
+    /// step guarded by the hold; `Ok(false)` when it no longer holds `key`.
+    async fn proclaim(&self, key: &Key, holder: &str, value: &str) -> Result<bool> {
+        let _ = (key, holder, value);
+        Err(no_election())
     }
 
     /// Closes connections; later calls may fail.

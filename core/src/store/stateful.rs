@@ -68,6 +68,11 @@ impl<S: StateStore> Store for S {
         self.update(key, Box::new(move |s, _| state::leave_queue(s, &holder))).await.map(drop)
     }
 
+    async fn proclaim(&self, key: &Key, holder: &str, value: &str) -> Result<bool> {
+        let (holder, value) = (holder.to_owned(), value.to_owned());
+        self.update(key, Box::new(move |s, now| state::proclaim(s, &holder, &value, now))).await
+    }
+
     async fn subscribe(&self, key: &Key) -> Result<Box<dyn Subscription>> {
         StateStore::subscribe(self, key).await
     }

@@ -18,7 +18,7 @@ fn store() -> Store {
 // on the 3-member cluster every grant and release is a raft write acknowledged by a
 // quorum, and on this 2-core machine 16×200 of them took ~125 s (the check now makes
 // 16×64); it runs on the single etcd (`etcd.rs`, `etcd_http.rs`).
-behaviour_suite!(crate::cluster::store; except contended);
+behaviour_suite!(crate::cluster::store; except contended, election);
 cross_process_suite!(crate::cluster::store);
 etcd_suite!(crate::cluster::url);
 // 200 waiters in request order: gRPC only (see the check).

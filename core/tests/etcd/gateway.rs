@@ -15,7 +15,7 @@ fn store() -> Store {
     Store { url: url(), keep: None }
 }
 
-behaviour_suite!(crate::gateway::store);
+behaviour_suite!(crate::gateway::store; except election);
 cross_process_suite!(crate::gateway::store);
 etcd_suite!(crate::gateway::url);
 // 200 waiters in request order: in `etcd_http_waiters.rs`, alone (see there).

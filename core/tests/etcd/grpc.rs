@@ -15,7 +15,7 @@ fn store() -> Store {
     Store { url: url(), keep: None }
 }
 
-behaviour_suite!(crate::grpc::store);
+behaviour_suite!(crate::grpc::store; except election);
 cross_process_suite!(crate::grpc::store);
 etcd_suite!(crate::grpc::url);
 // 200 waiters in request order, one woken per release (counted).

@@ -24,7 +24,7 @@ mod grpc {
         Store { url: crate::tls::grpc_url(), keep: None }
     }
 
-    crate::tls::behaviour_suite!(crate::tls::grpc::store);
+    crate::tls::behaviour_suite!(crate::tls::grpc::store; except election);
 }
 
 mod https {

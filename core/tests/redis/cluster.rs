@@ -19,7 +19,7 @@ fn store() -> Store {
     Store { url: server(), keep: None }
 }
 
-behaviour_suite!(crate::cluster::store);
+behaviour_suite!(crate::cluster::store; except election);
 cross_process_suite!(crate::cluster::store);
 
 /// A plain cluster connection, to look at the keys where they live.

@@ -25,7 +25,7 @@ fn store() -> Store {
 }
 
 // A fair lock and a count-down latch are `Unsupported` on Redlock (checked below).
-behaviour_suite!(crate::redlock::store; except fair, latch);
+behaviour_suite!(crate::redlock::store; except fair, latch, election);
 // `lock::fencing_tokens_grow` without its last grant, a fair lock's.
 behaviour_suite!(@tests crate::redlock::store; lock::fencing_tokens_grow_without_fair);
 cross_process_suite!(crate::redlock::store);

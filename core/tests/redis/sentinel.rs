@@ -11,5 +11,5 @@ fn store() -> Store {
     Store::from_env("BATON_TEST_REDIS_SENTINEL_URL", "Redis Sentinel", "")
 }
 
-behaviour_suite!(crate::sentinel::store);
+behaviour_suite!(crate::sentinel::store; except election);
 cross_process_suite!(crate::sentinel::store);

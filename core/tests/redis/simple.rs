@@ -30,7 +30,7 @@ fn store() -> Store {
 }
 
 // A fair lock is `Unsupported` on the simple scheme: every check that takes one is left out.
-behaviour_suite!(crate::simple::store; except fair);
+behaviour_suite!(crate::simple::store; except fair, election);
 cross_process_suite!(crate::simple::store);
 
 /// A baton client on the simple scheme under a fresh key prefix, and the prefix.

@@ -28,7 +28,7 @@ fn prefixed(extra: &str) -> String {
     with_option(&with_option(&server(), &format!("prefix={prefix}")), extra).trim_end_matches(['?', '&']).to_owned()
 }
 
-behaviour_suite!(crate::suite::store);
+behaviour_suite!(crate::suite::store; except election);
 cross_process_suite!(crate::suite::store);
 
 /// A plain connection to the test server, to look at the keys.

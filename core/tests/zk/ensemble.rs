@@ -16,7 +16,7 @@ fn store() -> Store {
 // run, and the server then deletes the waiter's node at once, so those checks race with
 // the runtime's shutdown. A waiter that really vanishes (its node left behind) is checked
 // in `zk_layout.rs`; a SIGKILLed holder process by `cross_process_suite!`.
-behaviour_suite!(crate::ensemble::store; except vanished);
+behaviour_suite!(crate::ensemble::store; except vanished, election);
 cross_process_suite!(crate::ensemble::store);
 
 /// One client per member of the ensemble (`zk://h1,h2,h3` split).

@@ -37,6 +37,7 @@ pub(crate) async fn lock(t: &dyn Transport, v3: &v3lock::Holds, key: &Key) -> Re
             token: FencingToken::new(token),
             // etcd reports whole seconds: the engine's own deadline is more precise.
             lease_left: None,
+            value: None,
         })
         .into_iter()
         .collect();

@@ -78,7 +78,14 @@ impl Held {
 
     /// How `inspect` shows the hold, with what is left of its lease (`lease_left`).
     pub(crate) fn holder(&self, mode: &'static str, lease_left: Option<Duration>) -> Holder {
-        Holder { owner: self.owner(), mode, count: self.count(), token: FencingToken::new(self.token()), lease_left }
+        Holder {
+            owner: self.owner(),
+            mode,
+            count: self.count(),
+            token: FencingToken::new(self.token()),
+            lease_left,
+            value: None,
+        }
     }
 }
 

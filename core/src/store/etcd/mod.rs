@@ -128,6 +128,7 @@ impl Store for Etcd {
             }
             Family::RwLock => rwlock::acquire(&*self.t, &self.local, &RwKeys::new(&key.name), req).await,
             Family::Semaphore => semaphore::acquire(&*self.t, &self.local, &SemKeys::new(&key.name), req).await,
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Store::acquire(&self.latches, key, req).await,
         }
     }
@@ -164,6 +165,7 @@ impl Store for Etcd {
                 }
                 Ok(false)
             }
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Store::renew(&self.latches, key, holder, lease).await,
         }
     }
@@ -198,6 +200,7 @@ impl Store for Etcd {
                 }
                 Ok(Released::NotHeld)
             }
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Store::release(&self.latches, key, holder, count).await,
         }
     }
@@ -214,6 +217,7 @@ impl Store for Etcd {
             // Only writers wait with a key.
             Family::RwLock => keyed::leave_queue(&*self.t, &self.local, &RwKeys::new(&key.name).write, holder).await,
             Family::Semaphore => Ok(()),
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Store::leave_queue(&self.latches, key, holder).await,
         }
     }
@@ -230,6 +234,7 @@ impl Store for Etcd {
             }
             Family::Lock => Ok(self.lock_sub(key, None)),
             Family::RwLock | Family::Semaphore => Ok(self.wait_sub(key, None)),
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => StateStore::subscribe(&self.latches, key).await,
         }
     }
@@ -239,6 +244,7 @@ impl Store for Etcd {
             Family::Lock if self.scheme != LockScheme::Queue => Store::subscribe(self, key).await,
             Family::Lock => Ok(self.lock_sub(key, Some(req.holder.clone()))),
             Family::RwLock | Family::Semaphore => Ok(self.wait_sub(key, Some(req.clone()))),
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => StateStore::subscribe(&self.latches, key).await,
         }
     }
@@ -249,6 +255,7 @@ impl Store for Etcd {
             Family::Lock => inspect::lock(&*self.t, &self.v3, key).await,
             Family::RwLock => inspect::rwlock(&*self.t, key).await,
             Family::Semaphore => inspect::semaphore(&*self.t, key).await,
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Store::inspect(&self.latches, key).await,
         }
     }

@@ -206,6 +206,7 @@ mod tests {
             watchdog: true,
             shared: false,
             token_floor: None,
+            value: None,
         }
     }
 

@@ -139,6 +139,7 @@ mod tests {
             watchdog: true,
             shared: false,
             token_floor: None,
+            value: None,
         };
         // 5 used of 5; 3 wanted: only b's going is enough.
         for w in ["w1", "w2", "w3", "w4"] {

@@ -98,6 +98,7 @@ pub(super) fn channel(family: Family, name: &str) -> String {
         Family::RwLock => prefix_name("redisson_rwlock", name),
         Family::Semaphore => prefix_name("redisson_sc", name),
         Family::Latch => latch_channel(name),
+        Family::Election => prefix_name("baton_election", name),
     }
 }
 

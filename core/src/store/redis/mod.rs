@@ -76,6 +76,7 @@ impl Redis {
                 SemLayout::Leased => semaphore::renew(n, holder, lease, self.cfg.clock),
                 SemLayout::Bare => rsemaphore::renew(n, holder),
             },
+            Family::Election => return Err(crate::store::no_election()),
             Family::Latch => return Err(Error::unsupported("a count-down latch has no lease to renew")),
         })
     }
@@ -171,6 +172,7 @@ impl Redis {
             Family::RwLock => rwlock::inspect(c, n).await,
             Family::Semaphore if self.cfg.semaphore == SemLayout::Bare => rsemaphore::inspect(c, n, clock).await,
             Family::Semaphore => semaphore::inspect(c, n, clock).await,
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Ok((KeyState { count: latch::count(c, n).await?, ..KeyState::default() }, 0)),
         }
     }
@@ -209,6 +211,7 @@ impl Store for Redis {
                 SemLayout::Leased => semaphore::release(c, n, holder, count, clock, free).await,
                 SemLayout::Bare => rsemaphore::release(c, n, holder, count, free).await,
             },
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Err(Error::unsupported("a count-down latch has no holds to release")),
         }
     }
@@ -220,7 +223,7 @@ impl Store for Redis {
             Family::Lock => fair::leave(&self.conn, &self.name(key), holder).await,
             Family::RwLock => rwlock::leave(&self.conn, &self.name(key), holder).await,
             // No queues: permits and latches are taken by whoever comes first.
-            Family::Semaphore | Family::Latch => Ok(()),
+            Family::Semaphore | Family::Latch | Family::Election => Ok(()),
         }
     }
 

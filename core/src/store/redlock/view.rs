@@ -77,7 +77,7 @@ mod tests {
     use crate::state::HoldMode;
 
     fn hold(holder: &str, token: u64, expires_ms: u64) -> Hold {
-        Hold { holder: holder.into(), mode: HoldMode::Exclusive, count: 1, token, expires_ms }
+        Hold { holder: holder.into(), mode: HoldMode::Exclusive, count: 1, token, expires_ms, value: None }
     }
 
     #[test]

@@ -267,6 +267,7 @@ mod tests {
             watchdog: false,
             shared: false,
             token_floor: None,
+            value: None,
         }
     }
 

@@ -119,6 +119,7 @@ impl Store for Zk {
         match key.family {
             Family::Lock | Family::RwLock => queue::acquire(&self.conn, &Self::queue(key)?, req).await,
             Family::Semaphore => leases::acquire(&self.conn, &Self::leases(key)?, &key.name, req).await,
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Err(no_latch_holds(key)),
         }
     }
@@ -128,6 +129,7 @@ impl Store for Zk {
         match key.family {
             Family::Lock | Family::RwLock => queue::renew(&self.conn, &Self::queue(key)?, holder, ms(lease)).await,
             Family::Semaphore => leases::renew(&self.conn, &Self::leases(key)?, holder, ms(lease)).await,
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Ok(false),
         }
     }
@@ -143,6 +145,7 @@ impl Store for Zk {
         match key.family {
             Family::Lock | Family::RwLock => queue::release(&self.conn, &Self::queue(key)?, holder, count).await,
             Family::Semaphore => leases::release(&self.conn, &Self::leases(key)?, holder, count).await,
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => Ok(Released::NotHeld),
         }
     }
@@ -174,6 +177,7 @@ impl Store for Zk {
                 self.sub(Target::Queue { q: Self::queue(key)?, kind, holder: None, writer: None }).await
             }
             Family::Semaphore => self.sub(Target::Children(Self::leases(key)?)).await,
+            Family::Election => Err(crate::store::no_election()),
             Family::Latch => self.sub(Target::Data(Self::latch(key)?)).await,
         }
     }
@@ -256,6 +260,7 @@ impl Store for Zk {
                 count: if e.node.kind == Kind::Lease { 1 } else { e.count() },
                 token: FencingToken::new(e.token()),
                 lease_left: left(e),
+                value: None,
             });
         }
         if key.family == Family::Semaphore {

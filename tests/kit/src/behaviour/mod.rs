@@ -4,6 +4,7 @@
 //! that calls `behaviour_suite!` with its `fn() -> Store`.
 
 pub mod crash;
+pub mod election;
 pub mod errors;
 pub mod fair;
 pub mod latch;
@@ -170,6 +171,7 @@ macro_rules! cross_process_suite {
 /// - `contended`: the 16 × 64 contended-grant count (slow where every grant is a raft write);
 /// - `fair`: the fair lock, and the checks that take one beside other primitives;
 /// - `latch`: the count-down latch, and the checks that wait on one;
+/// - `election`: leader election (one leader, rising terms, succession, observe, fencing);
 /// - `vanished`: a waiter whose runtime is shut down mid-wait stands for a vanished
 ///   process (stores whose client ends its session as its runtime goes leave it out and
 ///   check a vanished waiter their own way).
@@ -191,15 +193,17 @@ macro_rules! behaviour_suite {
         $crate::behaviour_suite!(@set latch $make; $($set)*);
         $crate::behaviour_suite!(@set vanished $make; $($set)*);
         $crate::behaviour_suite!(@set fair_vanished $make; $($set)*);
+        $crate::behaviour_suite!(@set election $make; $($set)*);
     };
     (@known core) => {};
     (@known contended) => {};
     (@known fair) => {};
     (@known latch) => {};
     (@known vanished) => {};
+    (@known election) => {};
     (@known $other:ident) => {
         compile_error!(concat!("behaviour_suite!: no check set named `", stringify!($other),
-            "` (sets: core, contended, fair, latch, vanished)"));
+            "` (sets: core, contended, fair, latch, vanished, election)"));
     };
     // A set named in the except list expands to nothing; any other name is passed over.
     (@set core $make:path; core $($rest:ident)*) => {};
@@ -207,6 +211,7 @@ macro_rules! behaviour_suite {
     (@set fair $make:path; fair $($rest:ident)*) => {};
     (@set latch $make:path; latch $($rest:ident)*) => {};
     (@set vanished $make:path; vanished $($rest:ident)*) => {};
+    (@set election $make:path; election $($rest:ident)*) => {};
     // The checks in two sets: left out with either.
     (@set fair_vanished $make:path; fair $($rest:ident)*) => {};
     (@set fair_vanished $make:path; vanished $($rest:ident)*) => {};
@@ -258,6 +263,13 @@ macro_rules! behaviour_suite {
     };
     (@checks fair_vanished $make:path) => {
         $crate::behaviour_suite!(@tests $make; fair::vanished_waiter_is_skipped);
+    };
+    (@checks election $make:path) => {
+        $crate::behaviour_suite!(@tests $make;
+            election::one_leader_at_a_time, election::stalled_leader_is_succeeded,
+            election::observe_sees_every_change_in_order, election::deposed_leader_is_fenced,
+            election::cancelled_campaign_leaves_no_candidate, election::bad_election_input,
+        );
     };
     (@checks latch $make:path) => {
         $crate::behaviour_suite!(@tests $make;

@@ -139,6 +139,7 @@ pub(crate) async fn inspect(c: &Conn, n: &str, clock: Clock) -> Result<(KeyState
                 count: u32::try_from(bytes_u64(count)?).unwrap_or(u32::MAX),
                 token,
                 expires_ms: expiry(now, pttl),
+                value: None,
             })
         })
         .collect();

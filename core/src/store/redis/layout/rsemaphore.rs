@@ -87,6 +87,7 @@ async fn holds(c: &Conn, n: &str) -> Result<Vec<Hold>> {
             mode: HoldMode::Permits,
             expires_ms: u64::MAX,
             holder,
+            value: None,
         });
     }
     Ok(holds)

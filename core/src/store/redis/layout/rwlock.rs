@@ -148,6 +148,7 @@ pub(crate) async fn inspect(c: &Conn, n: &str) -> Result<(KeyState, u64)> {
             count: u32::try_from(uint(count).ok_or_else(bad)?).unwrap_or(u32::MAX),
             token: uint(token).unwrap_or(0),
             expires_ms: super::super::reply::expiry(now, int(left).ok_or_else(bad)?),
+            value: None,
         });
     }
     let queue = reply::waiters(now, queue, zset).into_iter().map(|w| Waiter { mode: HoldMode::Write, ..w }).collect();

@@ -141,6 +141,7 @@ pub(crate) async fn inspect(c: &Conn, n: &str, clock: Clock) -> Result<(KeyState
                     count: 1,
                     token,
                     expires_ms: score.min(u64::MAX as f64) as u64,
+                    value: None,
                 });
             }
         }

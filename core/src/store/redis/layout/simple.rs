@@ -132,6 +132,7 @@ pub(crate) async fn inspect(c: &Conn, n: &str) -> Result<(KeyState, u64)> {
                 mode: HoldMode::Exclusive,
                 expires_ms: expiry(now, pttl),
                 holder,
+                value: None,
             }]
         }
     };

@@ -70,6 +70,7 @@ pub(crate) fn take(s: &mut KeyState, now_us: u64, ident: &str, me: &str, lease_m
         count: 1,
         token,
         expires_ms: now.saturating_add(lease_ms),
+        value: None,
     });
     Claimed::Granted(token)
 }
@@ -205,7 +206,7 @@ mod tests {
     use super::*;
 
     fn hold(holder: &str, expires_ms: u64) -> Hold {
-        Hold { holder: holder.into(), mode: HoldMode::Exclusive, count: 1, token: 5, expires_ms }
+        Hold { holder: holder.into(), mode: HoldMode::Exclusive, count: 1, token: 5, expires_ms, value: None }
     }
 
     /// A live hold of the default design or another scheme makes a claim busy; an expired

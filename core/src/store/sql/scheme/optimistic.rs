@@ -216,7 +216,7 @@ impl LockScheme for Optimistic {
         if let Some(holder) = owner.filter(|o| !o.is_empty() && live(exp, now)) {
             let expires_ms = exp.map_or(now_ms + 100 * 365 * 86_400_000, |x| u64::try_from(x).unwrap_or(0));
             let count = u32::try_from(count).unwrap_or(1).max(1);
-            s.holds.push(Hold { holder, mode: HoldMode::Exclusive, count, token, expires_ms });
+            s.holds.push(Hold { holder, mode: HoldMode::Exclusive, count, token, expires_ms, value: None });
         }
         Ok((s, now_ms))
     }

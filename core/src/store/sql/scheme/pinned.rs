@@ -291,7 +291,7 @@ impl<S: Session> LockScheme for Pinned<S> {
             let left = h.deadline.saturating_duration_since(Instant::now());
             let expires_ms = now + u64::try_from(left.as_millis()).unwrap_or(0);
             let (holder, count, token) = (h.holder.clone(), h.count, h.token);
-            s.holds.push(StateHold { holder, mode: HoldMode::Exclusive, count, token, expires_ms });
+            s.holds.push(StateHold { holder, mode: HoldMode::Exclusive, count, token, expires_ms, value: None });
             return Ok((s, now));
         }
         drop(g);
@@ -303,7 +303,7 @@ impl<S: Session> LockScheme for Pinned<S> {
             };
             // The lease of another process's session is not known here.
             let expires_ms = now + 100 * 365 * 86_400_000;
-            s.holds.push(StateHold { holder, mode: HoldMode::Exclusive, count: 1, token, expires_ms });
+            s.holds.push(StateHold { holder, mode: HoldMode::Exclusive, count: 1, token, expires_ms, value: None });
         }
         Ok((s, now))
     }

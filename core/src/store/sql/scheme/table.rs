@@ -197,6 +197,7 @@ impl LockScheme for Table {
                     token: u64::try_from(token).unwrap_or(0),
                     // No expiry: held until deleted (shown as a lease of about 100 years).
                     expires_ms: exp.map_or(now_ms + 100 * 365 * 86_400_000, |x| u64::try_from(x).unwrap_or(0)),
+                    value: None,
                 });
             }
         }

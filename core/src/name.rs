@@ -13,18 +13,27 @@ pub const MAX_NAME_BYTES: usize = 255;
 /// assert_eq!(baton::validate_name("").unwrap_err().kind(), baton::ErrorKind::InvalidArgument);
 /// ```
 pub fn validate(name: &str) -> Result<()> {
-    if name.is_empty() {
-        return Err(Error::invalid_argument("name must not be empty"));
+    validate_text("name", name, MAX_NAME_BYTES)
+}
+
+/// The rule of names, for any text stored beside them (an election's proposal): 1..=`max`
+/// bytes of UTF-8, no NUL byte; `what` names it in the message.
+pub(crate) fn validate_text(what: &str, text: &str, max: usize) -> Result<()> {
+    if text.is_empty() {
+        return Err(Error::invalid_argument(format!("{what} must not be empty")));
     }
-    if name.len() > MAX_NAME_BYTES {
+    if text.len() > max {
         return Err(Error::invalid_argument(format!(
-            "name is {} bytes long; the limit is {MAX_NAME_BYTES} (name starts with {:?})",
-            name.len(),
-            prefix(name, 32)
+            "{what} is {} bytes long; the limit is {max} ({what} starts with {:?})",
+            text.len(),
+            prefix(text, 32)
         )));
     }
-    if let Some(i) = name.find('\0') {
-        return Err(Error::invalid_argument(format!("name contains a NUL byte at offset {i}: {:?}", prefix(name, 64))));
+    if let Some(i) = text.find('\0') {
+        return Err(Error::invalid_argument(format!(
+            "{what} contains a NUL byte at offset {i}: {:?}",
+            prefix(text, 64)
+        )));
     }
     Ok(())
 }

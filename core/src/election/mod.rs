@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::engine::{self, Ctx, Slot, Spec, Wait};
+use crate::engine::{self, Ctx, Slot, Wait};
 use crate::error::{Error, Result};
 use crate::key::{Family, Key};
-use crate::options::{DEFAULT_QUEUE_TTL, LockOptions};
+use crate::options::LockOptions;
 use crate::state::Mode;
 use crate::token::FencingToken;
 
@@ -27,19 +27,7 @@ pub const MAX_PROPOSAL_BYTES: usize = 4096;
 
 /// Checks a proposal or proclaimed value: 1..=4096 bytes of UTF-8, no NUL byte.
 pub(crate) fn validate_proposal(what: &str, value: &str) -> Result<()> {
-    if value.is_empty() {
-        return Err(Error::invalid_argument(format!("{what} must not be empty")));
-    }
-    if value.len() > MAX_PROPOSAL_BYTES {
-        return Err(Error::invalid_argument(format!(
-            "{what} is {} bytes long; the limit is {MAX_PROPOSAL_BYTES}",
-            value.len()
-        )));
-    }
-    if let Some(i) = value.find('\0') {
-        return Err(Error::invalid_argument(format!("{what} contains a NUL byte at offset {i}")));
-    }
-    Ok(())
+    crate::name::validate_text(what, value, MAX_PROPOSAL_BYTES)
 }
 
 /// Who leads an election: what `Election::leader` and `Election::observe` report.
@@ -144,17 +132,9 @@ impl Election {
     }
 
     async fn run(&self, proposal: &str, wait: Wait) -> Result<Option<Leadership>> {
-        let key = self.key()?.clone();
+        let mut spec = crate::lock::spec(&self.ctx, Family::Election, &self.name, &self.options, Mode::Fair, "")?;
         validate_proposal("proposal", proposal)?;
-        let lease = self.options.resolve(self.ctx.defaults)?;
-        let (holder, own_holder) = match &self.options.owner {
-            Some(o) => {
-                crate::owner::validate_owner(o)?;
-                (o.clone(), false)
-            }
-            None => (self.ctx.id.next_owner(), true),
-        };
-        let queue_ttl = crate::duration::validate("queue ttl", self.options.queue_ttl.unwrap_or(DEFAULT_QUEUE_TTL))?;
+        spec.value = Some(proposal.to_owned());
         if self.busy.swap(true, Ordering::SeqCst) {
             return Err(Error::invalid_argument(format!(
                 "election `{}`: this handle is already campaigning or leading; resign first, or campaign on \
@@ -163,17 +143,7 @@ impl Election {
             )));
         }
         let busy = Campaigning(self.busy.clone());
-        let slot = Slot::new(Spec {
-            ctx: self.ctx.clone(),
-            key,
-            holder,
-            mode: Mode::Fair,
-            lease,
-            queue_ttl,
-            own_holder,
-            value: Some(proposal.to_owned()),
-        });
-        let grant = engine::acquire(&slot, wait).await?;
+        let grant = engine::acquire(&Slot::new(spec), wait).await?;
         Ok(grant.map(|g| Leadership::new(g, &self.name, proposal, busy)))
     }
 

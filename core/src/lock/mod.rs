@@ -31,6 +31,18 @@ pub(crate) fn slot(
     mode: Mode,
     suffix: &str,
 ) -> SlotResult {
+    spec(ctx, family, name, opts, mode, suffix).map(Slot::new)
+}
+
+/// What a handle of `family` takes under `opts` (an election's campaign adds its proposal).
+pub(crate) fn spec(
+    ctx: &Arc<Ctx>,
+    family: Family,
+    name: &str,
+    opts: &LockOptions,
+    mode: Mode,
+    suffix: &str,
+) -> Result<Spec> {
     let key = ctx.key(family, name)?;
     let lease = opts.resolve(ctx.defaults)?;
     let (owner, own_holder) = match &opts.owner {
@@ -41,7 +53,7 @@ pub(crate) fn slot(
         None => (ctx.id.next_owner(), true),
     };
     let queue_ttl = crate::duration::validate("queue ttl", opts.queue_ttl.unwrap_or(DEFAULT_QUEUE_TTL))?;
-    Ok(Slot::new(Spec {
+    Ok(Spec {
         ctx: ctx.clone(),
         key,
         holder: format!("{owner}{suffix}"),
@@ -50,7 +62,7 @@ pub(crate) fn slot(
         queue_ttl,
         own_holder,
         value: None,
-    }))
+    })
 }
 
 /// Runs one acquire of a slot-backed handle and wraps the grant in a guard.

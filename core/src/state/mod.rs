@@ -33,9 +33,9 @@ pub(crate) fn check_size(name: &str, recorded: Option<u32>, asked: u32) -> Resul
 pub(crate) fn frees(before: &KeyState, after: &KeyState) -> bool {
     let permits = |s: &KeyState| s.holds.iter().map(|h| u64::from(h.count)).sum::<u64>();
     // Only election holds carry a value, so for the locks this list is always empty.
-    let proclaimed = |s: &KeyState| {
-        s.holds.iter().filter_map(|h| h.value.as_deref().map(|v| (h.holder.clone(), v.to_owned()))).collect::<Vec<_>>()
-    };
+    fn proclaimed(s: &KeyState) -> Vec<(&str, &str)> {
+        s.holds.iter().filter_map(|h| Some((h.holder.as_str(), h.value.as_deref()?))).collect()
+    }
     after.holds.len() < before.holds.len()
         || after.queue.len() < before.queue.len()
         || permits(after) < permits(before)
